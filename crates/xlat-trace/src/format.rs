@@ -1,0 +1,418 @@
+//! The xlat trace format, version 1 (see `docs/trace-format.md` for the byte-level description).
+//!
+//! A file is a header (magic, version, JSON), a sequence of independently decodable blocks, and an
+//! end record (JSON footer with totals). Each block is one zstd frame (with its content checksum)
+//! holding the accesses as columns: one meta byte per access (kind, size code, small instruction
+//! delta), per-thread zigzag address deltas as varints, escaped instruction deltas and sizes, and
+//! the side events with their positions. Delta state is reset at every block so blocks stand alone.
+
+use crate::event::{AccessKind, Batch, Marker, SideBody, SideEvent, Syscall, SyscallKind};
+use crate::varint;
+use serde::{Deserialize, Serialize};
+
+pub const MAGIC: &[u8; 8] = b"XLATTRC\0";
+pub const END_MAGIC: &[u8; 8] = b"XLATEND\0";
+pub const VERSION_MAJOR: u16 = 1;
+pub const VERSION_MINOR: u16 = 0;
+pub const TAG_BLOCK: u8 = b'B';
+pub const TAG_END: u8 = b'E';
+/// Largest number of accesses in one block; writers split larger batches.
+pub const MAX_BLOCK_ACCESSES: usize = 1 << 20;
+/// Largest uncompressed block a reader accepts (guards against corrupt lengths).
+pub const MAX_BLOCK_RAW: usize = 256 << 20;
+/// Fixed part of a block payload: six little-endian u32 counts/lengths.
+const PAYLOAD_HEADER: usize = 24;
+
+const SIDE_THREAD: u8 = 0;
+const SIDE_SYSCALL: u8 = 1;
+const SIDE_MARKER: u8 = 2;
+
+/// Self-describing header, stored as JSON after the magic and version.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    /// Always "xlat-trace".
+    #[serde(default = "format_name")]
+    pub format: String,
+    /// Tool and version that wrote the trace, e.g. "xlat 0.1.0 workload".
+    pub producer: String,
+    /// The command line that produced the events (the traced program, or the workload spec).
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// The base page size the traced system used, in bytes (0 when unknown).
+    #[serde(default)]
+    pub page_size_hint: u64,
+    /// Thread ids known when the trace started (the footer lists all threads seen).
+    #[serde(default)]
+    pub threads: Vec<u32>,
+    /// Free-form producer metadata (workload parameters, tool versions, skip/max, ...).
+    #[serde(default)]
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+}
+
+fn format_name() -> String {
+    "xlat-trace".to_string()
+}
+
+impl Header {
+    pub fn new(producer: impl Into<String>) -> Header {
+        Header { format: format_name(), producer: producer.into(), ..Header::default() }
+    }
+}
+
+/// Per-thread totals kept in the footer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadTotals {
+    pub tid: u32,
+    pub accesses: u64,
+    /// Largest instruction count seen on this thread (its duration in instructions).
+    pub instructions: u64,
+}
+
+/// Totals written at the end of a complete trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Footer {
+    pub accesses: u64,
+    pub side_events: u64,
+    pub blocks: u64,
+    pub threads: Vec<ThreadTotals>,
+}
+
+/// Per-thread delta state while encoding or decoding one block.
+#[derive(Clone, Copy)]
+struct ThreadState {
+    tid: u32,
+    addr: u64,
+    icount: u64,
+}
+
+/// Encoder scratch space, reused across blocks.
+#[derive(Default)]
+pub struct BlockEncoder {
+    meta: Vec<u8>,
+    addr: Vec<u8>,
+    icount: Vec<u8>,
+    size: Vec<u8>,
+    side: Vec<u8>,
+    threads: Vec<ThreadState>,
+}
+
+impl BlockEncoder {
+    /// Encode accesses `range` of `batch` with the side events `side` into `out` (uncompressed
+    /// payload). `totals` receives per-thread counts.
+    pub fn encode(
+        &mut self,
+        batch: &Batch,
+        range: std::ops::Range<usize>,
+        side: &[SideEvent],
+        totals: &mut Vec<ThreadTotals>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), String> {
+        self.meta.clear();
+        self.addr.clear();
+        self.icount.clear();
+        self.size.clear();
+        self.side.clear();
+        self.threads.clear();
+        let base = range.start;
+        let n = range.len();
+        let mut cur: Option<usize> = None; // index into self.threads
+        let mut st = ThreadState { tid: 0, addr: 0, icount: 0 };
+        let mut si = 0;
+        for i in range.clone() {
+            let rel = (i - base) as u32;
+            while si < side.len() && side[si].pos <= rel {
+                encode_side(&mut self.side, &side[si])?;
+                si += 1;
+            }
+            let tid = batch.tid[i];
+            if cur.is_none() || st.tid != tid {
+                if let Some(c) = cur {
+                    self.threads[c] = st;
+                }
+                let c = match self.threads.iter().position(|t| t.tid == tid) {
+                    Some(c) => c,
+                    None => {
+                        self.threads.push(ThreadState { tid, addr: 0, icount: 0 });
+                        self.threads.len() - 1
+                    }
+                };
+                cur = Some(c);
+                st = self.threads[c];
+                self.side.push(SIDE_THREAD);
+                varint::put(&mut self.side, rel as u64);
+                varint::put(&mut self.side, tid as u64);
+                bump_thread(totals, tid);
+            }
+            let kind = batch.kind[i];
+            if kind > 2 {
+                return Err(format!("access {i} has kind {kind}, not load (0), store (1) or ifetch (2)"));
+            }
+            let icount = batch.icount[i];
+            if icount < st.icount {
+                return Err(format!(
+                    "instruction count of thread {tid} went backwards from {} to {icount}",
+                    st.icount
+                ));
+            }
+            let d = icount - st.icount;
+            let icode = if d < 7 { d as u8 } else { 7 };
+            if icode == 7 {
+                varint::put(&mut self.icount, d);
+            }
+            let size = batch.size[i];
+            let scode = if size.is_power_of_two() && size <= 64 { size.trailing_zeros() as u8 } else { 7 };
+            if scode == 7 {
+                varint::put(&mut self.size, size as u64);
+            }
+            self.meta.push(kind | (scode << 2) | (icode << 5));
+            let a = batch.addr[i];
+            varint::put(&mut self.addr, varint::zigzag(a.wrapping_sub(st.addr) as i64));
+            st.addr = a;
+            st.icount = icount;
+            let t = totals.iter_mut().rev().find(|t| t.tid == tid).expect("thread registered");
+            t.accesses += 1;
+            t.instructions = t.instructions.max(icount);
+        }
+        for s in &side[si..] {
+            if s.pos as usize > n {
+                return Err(format!("side event at position {} is beyond the {} accesses of its batch", s.pos, n));
+            }
+            encode_side(&mut self.side, s)?;
+        }
+        for s in side {
+            bump_thread(totals, s.tid);
+            let t = totals.iter_mut().rev().find(|t| t.tid == s.tid).expect("thread registered");
+            t.instructions = t.instructions.max(s.icount);
+        }
+        out.clear();
+        for v in [n, side.len(), self.meta.len(), self.addr.len(), self.icount.len(), self.size.len()] {
+            out.extend_from_slice(&(v as u32).to_le_bytes());
+        }
+        out.extend_from_slice(&(self.side.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.meta);
+        out.extend_from_slice(&self.addr);
+        out.extend_from_slice(&self.icount);
+        out.extend_from_slice(&self.size);
+        out.extend_from_slice(&self.side);
+        Ok(())
+    }
+}
+
+fn bump_thread(totals: &mut Vec<ThreadTotals>, tid: u32) {
+    if !totals.iter().any(|t| t.tid == tid) {
+        totals.push(ThreadTotals { tid, accesses: 0, instructions: 0 });
+    }
+}
+
+fn encode_side(out: &mut Vec<u8>, s: &SideEvent) -> Result<(), String> {
+    match &s.body {
+        SideBody::Syscall(sc) => {
+            out.push(SIDE_SYSCALL);
+            varint::put(out, s.pos as u64);
+            varint::put(out, s.tid as u64);
+            varint::put(out, s.icount);
+            out.push(sc.kind as u8);
+            for a in &sc.args[..sc.kind.nargs()] {
+                varint::put(out, *a);
+            }
+            if sc.args[sc.kind.nargs()..].iter().any(|&a| a != 0) {
+                return Err(format!("{} takes {} arguments but more were given", sc.kind.name(), sc.kind.nargs()));
+            }
+            varint::put(out, varint::zigzag(sc.ret));
+        }
+        SideBody::Marker(m) => {
+            out.push(SIDE_MARKER);
+            varint::put(out, s.pos as u64);
+            varint::put(out, s.tid as u64);
+            varint::put(out, s.icount);
+            match m {
+                Marker::ContextSwitch { asid } => {
+                    out.push(0);
+                    varint::put(out, *asid as u64);
+                }
+                Marker::IpcSend { peer, bytes } | Marker::IpcRecv { peer, bytes } => {
+                    out.push(if matches!(m, Marker::IpcSend { .. }) { 1 } else { 2 });
+                    varint::put(out, *peer as u64);
+                    varint::put(out, *bytes);
+                }
+                Marker::Phase { id, name } => {
+                    out.push(3);
+                    varint::put(out, *id as u64);
+                    varint::put(out, name.len() as u64);
+                    out.extend_from_slice(name.as_bytes());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Decode one uncompressed block payload, appending its events to `batch`.
+/// Errors are a short description of what is wrong (the caller adds file and offset).
+pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), String> {
+    if buf.len() < PAYLOAD_HEADER + 4 {
+        return Err("block payload is shorter than its header".into());
+    }
+    let word = |k: usize| u32::from_le_bytes(buf[4 * k..4 * k + 4].try_into().unwrap()) as usize;
+    let (n, n_side, l_meta, l_addr, l_icount, l_size, l_side) =
+        (word(0), word(1), word(2), word(3), word(4), word(5), word(6));
+    let start = PAYLOAD_HEADER + 4;
+    let total = [l_meta, l_addr, l_icount, l_size, l_side].iter().try_fold(start, |acc, &l| acc.checked_add(l));
+    if l_meta != n || total != Some(buf.len()) {
+        return Err("block column lengths do not add up to the block size".into());
+    }
+    let meta = &buf[start..start + l_meta];
+    let addr_col = &buf[start + l_meta..start + l_meta + l_addr];
+    let ic_col = &buf[start + l_meta + l_addr..start + l_meta + l_addr + l_icount];
+    let size_col = &buf[start + l_meta + l_addr + l_icount..start + l_meta + l_addr + l_icount + l_size];
+    let side_col = &buf[buf.len() - l_side..];
+
+    let base = batch.len();
+    batch.addr.reserve(n);
+    batch.icount.reserve(n);
+    batch.tid.reserve(n);
+    batch.size.reserve(n);
+    batch.kind.reserve(n);
+
+    let mut threads: Vec<ThreadState> = Vec::new();
+    let mut cur: Option<usize> = None;
+    let mut st = ThreadState { tid: 0, addr: 0, icount: 0 };
+    let (mut pa, mut pi, mut ps, mut pside) = (0usize, 0usize, 0usize, 0usize);
+    let mut sides_seen = 0usize;
+    let bad = |what: &str| format!("{what} column is malformed");
+    let mut i = 0usize;
+    loop {
+        // Apply every side record placed before access i.
+        let mut next_pos = n;
+        while pside < side_col.len() {
+            let mut p = pside + 1;
+            let pos = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))? as usize;
+            if pos < i || pos > n {
+                return Err(format!("side record position {pos} is out of order"));
+            }
+            if pos > i {
+                next_pos = pos;
+                break;
+            }
+            match side_col[pside] {
+                SIDE_THREAD => {
+                    let tid = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))?;
+                    let tid = u32::try_from(tid).map_err(|_| bad("thread id"))?;
+                    if let Some(c) = cur {
+                        threads[c] = st;
+                    }
+                    let c = match threads.iter().position(|t| t.tid == tid) {
+                        Some(c) => c,
+                        None => {
+                            threads.push(ThreadState { tid, addr: 0, icount: 0 });
+                            threads.len() - 1
+                        }
+                    };
+                    cur = Some(c);
+                    st = threads[c];
+                }
+                tag => {
+                    let body_start = p;
+                    let ev = decode_side(tag, side_col, &mut p, (base + i) as u32)
+                        .ok_or_else(|| format!("side event at column offset {body_start} is malformed"))?;
+                    batch.side.push(ev);
+                    sides_seen += 1;
+                }
+            }
+            pside = p;
+        }
+        if i < n && cur.is_none() {
+            return Err("accesses appear before any thread record".into());
+        }
+        // The hot loop: accesses i..next_pos all belong to the current thread.
+        let tid = st.tid;
+        let mut addr = st.addr;
+        let mut icount = st.icount;
+        for &m in &meta[i..next_pos] {
+            let kind = m & 3;
+            if kind == 3 {
+                return Err("meta column holds an access of unknown kind 3".into());
+            }
+            let scode = (m >> 2) & 7;
+            let size = if scode < 7 {
+                1u16 << scode
+            } else {
+                let v = varint::get(size_col, &mut ps).ok_or_else(|| bad("size"))?;
+                u16::try_from(v).map_err(|_| bad("size"))?
+            };
+            let icode = (m >> 5) as u64;
+            icount += if icode < 7 { icode } else { varint::get(ic_col, &mut pi).ok_or_else(|| bad("instruction-count"))? };
+            addr = addr.wrapping_add(varint::unzigzag(varint::get(addr_col, &mut pa).ok_or_else(|| bad("address"))?) as u64);
+            batch.addr.push(addr);
+            batch.icount.push(icount);
+            batch.tid.push(tid);
+            batch.size.push(size);
+            batch.kind.push(kind);
+        }
+        st.addr = addr;
+        st.icount = icount;
+        i = next_pos;
+        if i >= n && pside >= side_col.len() {
+            break;
+        }
+    }
+    if pa != addr_col.len() || pi != ic_col.len() || ps != size_col.len() {
+        return Err("access columns hold more data than the block's accesses use".into());
+    }
+    if sides_seen != n_side {
+        return Err(format!("block announces {n_side} side events but holds {sides_seen}"));
+    }
+    Ok((n, n_side))
+}
+
+fn decode_side(tag: u8, b: &[u8], p: &mut usize, pos: u32) -> Option<SideEvent> {
+    let tid = u32::try_from(varint::get(b, p)?).ok()?;
+    let icount = varint::get(b, p)?;
+    let k = *b.get(*p)?;
+    *p += 1;
+    let body = match tag {
+        SIDE_SYSCALL => {
+            let kind = SyscallKind::from_u8(k)?;
+            let mut args = [0u64; 6];
+            for a in args.iter_mut().take(kind.nargs()) {
+                *a = varint::get(b, p)?;
+            }
+            let ret = varint::unzigzag(varint::get(b, p)?);
+            SideBody::Syscall(Syscall { kind, args, ret })
+        }
+        SIDE_MARKER => SideBody::Marker(match k {
+            0 => Marker::ContextSwitch { asid: u32::try_from(varint::get(b, p)?).ok()? },
+            1 | 2 => {
+                let peer = u32::try_from(varint::get(b, p)?).ok()?;
+                let bytes = varint::get(b, p)?;
+                if k == 1 {
+                    Marker::IpcSend { peer, bytes }
+                } else {
+                    Marker::IpcRecv { peer, bytes }
+                }
+            }
+            3 => {
+                let id = u32::try_from(varint::get(b, p)?).ok()?;
+                let len = varint::get(b, p)? as usize;
+                let end = p.checked_add(len)?;
+                let name = std::str::from_utf8(b.get(*p..end)?).ok()?.to_string();
+                *p = end;
+                Marker::Phase { id, name }
+            }
+            _ => return None,
+        }),
+        _ => return None,
+    };
+    Some(SideEvent { pos, tid, icount, body })
+}
+
+/// Parse an [`AccessKind`] letter of the text form.
+pub fn kind_from_letter(c: &str) -> Option<AccessKind> {
+    match c {
+        "L" => Some(AccessKind::Load),
+        "S" => Some(AccessKind::Store),
+        "I" => Some(AccessKind::IFetch),
+        _ => None,
+    }
+}

@@ -1,0 +1,30 @@
+//! xlat-trace: the events xlat simulates, their compressed file format, and where they come from.
+//!
+//! ```
+//! use xlat_trace::{source, Batch, EventSource};
+//! let mut src = source::open("workload:gups?size=64GiB&accesses=1000").unwrap();
+//! let mut batch = Batch::default();
+//! let mut n = 0;
+//! while src.next_batch(&mut batch).unwrap() {
+//!     n += batch.len();
+//! }
+//! assert_eq!(n, 1000);
+//! ```
+
+pub mod error;
+pub mod event;
+pub mod format;
+pub mod info;
+pub mod reader;
+pub mod source;
+pub mod text;
+mod varint;
+pub mod workload;
+pub mod writer;
+
+pub use error::{Error, Result};
+pub use event::{Access, AccessKind, Batch, Event, Marker, SideBody, SideEvent, Syscall, SyscallKind};
+pub use format::{Footer, Header};
+pub use reader::TraceReader;
+pub use source::EventSource;
+pub use writer::TraceWriter;
