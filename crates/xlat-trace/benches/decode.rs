@@ -1,1 +1,63 @@
-fn main() {}
+//! `make bench` part 1: trace decode rate and size for synthetic workloads.
+//!
+//! For each workload: generate N accesses into a compressed trace in memory, then decode it
+//! several times and report the median rate (accesses/s, one core) and bytes per access.
+
+use std::time::Instant;
+use xlat_trace::{source, Batch, TraceReader, TraceWriter};
+
+fn main() {
+    let n: u64 = std::env::var("XLAT_BENCH_ACCESSES").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000_000);
+    let reps: usize = std::env::var("XLAT_BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
+    let specs = [
+        format!("workload:stream?size=1GiB&accesses={n}"),
+        format!("workload:gups?size=8GiB&accesses={n}"),
+        format!("workload:bfs?scale=20&accesses={n}"),
+        format!("workload:chase?size=8GiB&accesses={n}"),
+        format!("workload:zipf?size=8GiB&accesses={n}"),
+    ];
+    println!("trace decode, {n} accesses per workload, median of {reps} runs, one core");
+    println!("{:<10} {:>14} {:>12} {:>14} {:>12}", "workload", "decode Macc/s", "bytes/acc", "encode Macc/s", "trace MiB");
+    let only = std::env::var("XLAT_BENCH_ONLY").unwrap_or_default();
+    for spec in specs.iter().filter(|s| s.contains(only.as_str())) {
+        let mut src = source::open(spec).expect("workload");
+        // Generate first (not timed), then time encoding alone.
+        let mut batches = Vec::new();
+        let mut b = Batch::default();
+        while src.next_batch(&mut b).unwrap() {
+            batches.push(b.clone());
+        }
+        let t = Instant::now();
+        let mut w = TraceWriter::new(Vec::with_capacity(n as usize * 4), src.header()).unwrap();
+        for b in &batches {
+            w.write_batch(b).unwrap();
+        }
+        let (bytes, footer) = w.finish().unwrap();
+        let enc = n as f64 / t.elapsed().as_secs_f64() / 1e6;
+        drop(batches);
+        let mut rates = Vec::new();
+        for _ in 0..reps {
+            let t = Instant::now();
+            let mut r = TraceReader::new(&bytes[..], "bench").unwrap();
+            let mut got = 0u64;
+            let mut sum = 0u64;
+            while r.next_batch(&mut b).unwrap() {
+                got += b.len() as u64;
+                sum = sum.wrapping_add(b.addr.last().copied().unwrap_or(0));
+            }
+            std::hint::black_box(sum);
+            assert_eq!(got, footer.accesses);
+            rates.push(got as f64 / t.elapsed().as_secs_f64() / 1e6);
+        }
+        rates.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let name = spec.trim_start_matches("workload:").split('?').next().unwrap();
+        println!(
+            "{:<10} {:>14.1} {:>12.2} {:>14.1} {:>12.1}",
+            name,
+            rates[reps / 2],
+            bytes.len() as f64 / footer.accesses as f64,
+            enc,
+            bytes.len() as f64 / (1 << 20) as f64
+        );
+    }
+}

@@ -20,8 +20,12 @@ pub const TAG_END: u8 = b'E';
 pub const MAX_BLOCK_ACCESSES: usize = 1 << 20;
 /// Largest uncompressed block a reader accepts (guards against corrupt lengths).
 pub const MAX_BLOCK_RAW: usize = 256 << 20;
-/// Fixed part of a block payload: six little-endian u32 counts/lengths.
-const PAYLOAD_HEADER: usize = 24;
+/// Fixed part of a block payload: seven little-endian u32 counts/lengths.
+const PAYLOAD_HEADER: usize = 28;
+/// Zero bytes closing every payload, so the decoder may always load 8 bytes at an address delta.
+const PAD: usize = 8;
+/// Masks keeping the low `k` bytes, for address deltas of `k` bytes.
+const BYTE_MASK: [u64; 9] = [0, 0xff, 0xffff, 0xff_ffff, 0xffff_ffff, 0xff_ffff_ffff, 0xffff_ffff_ffff, 0xff_ffff_ffff_ffff, u64::MAX];
 
 const SIDE_THREAD: u8 = 0;
 const SIDE_SYSCALL: u8 = 1;
@@ -90,6 +94,7 @@ struct ThreadState {
 #[derive(Default)]
 pub struct BlockEncoder {
     meta: Vec<u8>,
+    alen: Vec<u8>,
     addr: Vec<u8>,
     icount: Vec<u8>,
     size: Vec<u8>,
@@ -109,6 +114,7 @@ impl BlockEncoder {
         out: &mut Vec<u8>,
     ) -> Result<(), String> {
         self.meta.clear();
+        self.alen.clear();
         self.addr.clear();
         self.icount.clear();
         self.size.clear();
@@ -130,18 +136,27 @@ impl BlockEncoder {
                 if let Some(c) = cur {
                     self.threads[c] = st;
                 }
+                self.side.push(SIDE_THREAD);
+                varint::put(&mut self.side, rel as u64);
+                varint::put(&mut self.side, tid as u64);
                 let c = match self.threads.iter().position(|t| t.tid == tid) {
-                    Some(c) => c,
+                    Some(c) => {
+                        self.side.push(0);
+                        c
+                    }
                     None => {
-                        self.threads.push(ThreadState { tid, addr: 0, icount: 0 });
+                        // First appearance in this block: the record carries the thread's start
+                        // state, so that its first delta is small too.
+                        let first = ThreadState { tid, addr: batch.addr[i], icount: batch.icount[i] };
+                        self.side.push(1);
+                        varint::put(&mut self.side, first.addr);
+                        varint::put(&mut self.side, first.icount);
+                        self.threads.push(first);
                         self.threads.len() - 1
                     }
                 };
                 cur = Some(c);
                 st = self.threads[c];
-                self.side.push(SIDE_THREAD);
-                varint::put(&mut self.side, rel as u64);
-                varint::put(&mut self.side, tid as u64);
                 bump_thread(totals, tid);
             }
             let kind = batch.kind[i];
@@ -167,7 +182,10 @@ impl BlockEncoder {
             }
             self.meta.push(kind | (scode << 2) | (icode << 5));
             let a = batch.addr[i];
-            varint::put(&mut self.addr, varint::zigzag(a.wrapping_sub(st.addr) as i64));
+            let zz = varint::zigzag(a.wrapping_sub(st.addr) as i64);
+            let len = (64 - zz.leading_zeros()).div_ceil(8) as usize;
+            self.alen.push(len as u8);
+            self.addr.extend_from_slice(&zz.to_le_bytes()[..len]);
             st.addr = a;
             st.icount = icount;
             let t = totals.iter_mut().rev().find(|t| t.tid == tid).expect("thread registered");
@@ -191,10 +209,12 @@ impl BlockEncoder {
         }
         out.extend_from_slice(&(self.side.len() as u32).to_le_bytes());
         out.extend_from_slice(&self.meta);
+        out.extend_from_slice(&self.alen);
         out.extend_from_slice(&self.addr);
         out.extend_from_slice(&self.icount);
         out.extend_from_slice(&self.size);
         out.extend_from_slice(&self.side);
+        out.extend_from_slice(&[0u8; PAD]);
         Ok(())
     }
 }
@@ -248,26 +268,52 @@ fn encode_side(out: &mut Vec<u8>, s: &SideEvent) -> Result<(), String> {
     Ok(())
 }
 
+/// The zigzag-decoded address delta of `len` bytes at `*pa`, advancing `*pa`.
+#[inline(always)]
+fn load_delta(tail: &[u8], pa: &mut usize, len: u8) -> u64 {
+    // In bounds: the lengths were checked to sum to the column's size, and at least PAD bytes
+    // follow the column.
+    let w = u64::from_le_bytes(tail[*pa..*pa + 8].try_into().unwrap());
+    *pa += len as usize;
+    varint::unzigzag(w & BYTE_MASK[len as usize]) as u64
+}
+
 /// Decode one uncompressed block payload, appending its events to `batch`.
 /// Errors are a short description of what is wrong (the caller adds file and offset).
 pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), String> {
-    if buf.len() < PAYLOAD_HEADER + 4 {
+    if buf.len() < PAYLOAD_HEADER + PAD {
         return Err("block payload is shorter than its header".into());
     }
     let word = |k: usize| u32::from_le_bytes(buf[4 * k..4 * k + 4].try_into().unwrap()) as usize;
     let (n, n_side, l_meta, l_addr, l_icount, l_size, l_side) =
         (word(0), word(1), word(2), word(3), word(4), word(5), word(6));
-    let start = PAYLOAD_HEADER + 4;
-    let total = [l_meta, l_addr, l_icount, l_size, l_side].iter().try_fold(start, |acc, &l| acc.checked_add(l));
+    let start = PAYLOAD_HEADER;
+    let total = [l_meta, l_meta, l_addr, l_icount, l_size, l_side, PAD].iter().try_fold(start, |acc, &l| acc.checked_add(l));
     if l_meta != n || total != Some(buf.len()) {
         return Err("block column lengths do not add up to the block size".into());
     }
-    let meta = &buf[start..start + l_meta];
-    let addr_col = &buf[start + l_meta..start + l_meta + l_addr];
-    let ic_col = &buf[start + l_meta + l_addr..start + l_meta + l_addr + l_icount];
-    let size_col = &buf[start + l_meta + l_addr + l_icount..start + l_meta + l_addr + l_icount + l_size];
-    let side_col = &buf[buf.len() - l_side..];
+    let meta = &buf[start..start + n];
+    let alen = &buf[start + n..start + 2 * n];
+    let a0 = start + 2 * n;
+    // The address column with the bytes after it (at least PAD), for 8-byte loads.
+    let addr_tail = &buf[a0..];
+    let ic_col = &buf[a0 + l_addr..a0 + l_addr + l_icount];
+    let size_col = &buf[a0 + l_addr + l_icount..a0 + l_addr + l_icount + l_size];
+    let side_col = &buf[buf.len() - PAD - l_side..buf.len() - PAD];
 
+    // Validate the per-access columns up front (these passes vectorise), so that the hot loop
+    // needs no checks: every kind is 0..=2, every address length 0..=8 and the lengths add up
+    // to the address column. Blocks without escaped sizes or instruction deltas take a loop
+    // with no branches at all.
+    if meta.iter().fold(0u8, |acc, &m| acc | ((m & 3 == 3) as u8)) != 0 {
+        return Err("meta column holds an access of unknown kind 3".into());
+    }
+    if alen.iter().fold(0u8, |acc, &a| acc.max(a)) > 8 || alen.iter().map(|&a| a as u64).sum::<u64>() != l_addr as u64 {
+        return Err("address-length column is malformed".into());
+    }
+    let escapes = l_size > 0
+        || l_icount > 0
+        || meta.iter().fold(0u8, |acc, &m| acc | (((m >> 2) & 7 == 7) as u8) | ((m >> 5 == 7) as u8)) != 0;
     let base = batch.len();
     batch.addr.reserve(n);
     batch.icount.reserve(n);
@@ -302,12 +348,18 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
                     if let Some(c) = cur {
                         threads[c] = st;
                     }
-                    let c = match threads.iter().position(|t| t.tid == tid) {
-                        Some(c) => c,
-                        None => {
-                            threads.push(ThreadState { tid, addr: 0, icount: 0 });
+                    let fresh = *side_col.get(p).ok_or_else(|| bad("side-event"))?;
+                    p += 1;
+                    let known = threads.iter().position(|t| t.tid == tid);
+                    let c = match (fresh, known) {
+                        (0, Some(c)) => c,
+                        (1, None) => {
+                            let addr = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))?;
+                            let icount = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))?;
+                            threads.push(ThreadState { tid, addr, icount });
                             threads.len() - 1
                         }
+                        _ => return Err(format!("thread record for thread {tid} disagrees with the threads seen")),
                     };
                     cur = Some(c);
                     st = threads[c];
@@ -325,30 +377,45 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
         if i < n && cur.is_none() {
             return Err("accesses appear before any thread record".into());
         }
-        // The hot loop: accesses i..next_pos all belong to the current thread.
+        // The hot loop: accesses i..next_pos all belong to the current thread. Outputs are
+        // written into reserved capacity; the lengths are set once the block decoded cleanly.
         let tid = st.tid;
         let mut addr = st.addr;
         let mut icount = st.icount;
-        for &m in &meta[i..next_pos] {
-            let kind = m & 3;
-            if kind == 3 {
-                return Err("meta column holds an access of unknown kind 3".into());
+        let out = batch.addr.spare_capacity_mut()[i..next_pos]
+            .iter_mut()
+            .zip(batch.icount.spare_capacity_mut()[i..next_pos].iter_mut())
+            .zip(batch.size.spare_capacity_mut()[i..next_pos].iter_mut())
+            .zip(batch.kind.spare_capacity_mut()[i..next_pos].iter_mut());
+        let accesses = meta[i..next_pos].iter().zip(&alen[i..next_pos]).zip(out);
+        if escapes {
+            for ((&m, &al), (((oa, oi), os), ok)) in accesses {
+                let size = if (m >> 2) & 7 < 7 {
+                    1u16 << ((m >> 2) & 7)
+                } else {
+                    let v = varint::get(size_col, &mut ps).ok_or_else(|| bad("size"))?;
+                    u16::try_from(v).map_err(|_| bad("size"))?
+                };
+                let icode = (m >> 5) as u64;
+                icount += if icode < 7 { icode } else { varint::get(ic_col, &mut pi).ok_or_else(|| bad("instruction-count"))? };
+                addr = addr.wrapping_add(load_delta(addr_tail, &mut pa, al));
+                oa.write(addr);
+                oi.write(icount);
+                os.write(size);
+                ok.write(m & 3);
             }
-            let scode = (m >> 2) & 7;
-            let size = if scode < 7 {
-                1u16 << scode
-            } else {
-                let v = varint::get(size_col, &mut ps).ok_or_else(|| bad("size"))?;
-                u16::try_from(v).map_err(|_| bad("size"))?
-            };
-            let icode = (m >> 5) as u64;
-            icount += if icode < 7 { icode } else { varint::get(ic_col, &mut pi).ok_or_else(|| bad("instruction-count"))? };
-            addr = addr.wrapping_add(varint::unzigzag(varint::get(addr_col, &mut pa).ok_or_else(|| bad("address"))?) as u64);
-            batch.addr.push(addr);
-            batch.icount.push(icount);
-            batch.tid.push(tid);
-            batch.size.push(size);
-            batch.kind.push(kind);
+        } else {
+            for ((&m, &al), (((oa, oi), os), ok)) in accesses {
+                icount += (m >> 5) as u64;
+                addr = addr.wrapping_add(load_delta(addr_tail, &mut pa, al));
+                oa.write(addr);
+                oi.write(icount);
+                os.write(1u16 << ((m >> 2) & 7));
+                ok.write(m & 3);
+            }
+        }
+        for t in &mut batch.tid.spare_capacity_mut()[i..next_pos] {
+            t.write(tid);
         }
         st.addr = addr;
         st.icount = icount;
@@ -357,8 +424,17 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
             break;
         }
     }
-    if pa != addr_col.len() || pi != ic_col.len() || ps != size_col.len() {
+    if pa != l_addr || pi != ic_col.len() || ps != size_col.len() {
         return Err("access columns hold more data than the block's accesses use".into());
+    }
+    // SAFETY: the loop above wrote elements base..base+n of all five columns (every index in
+    // 0..n lies in exactly one i..next_pos run), within the capacity reserved for them.
+    unsafe {
+        batch.addr.set_len(base + n);
+        batch.icount.set_len(base + n);
+        batch.tid.set_len(base + n);
+        batch.size.set_len(base + n);
+        batch.kind.set_len(base + n);
     }
     if sides_seen != n_side {
         return Err(format!("block announces {n_side} side events but holds {sides_seen}"));

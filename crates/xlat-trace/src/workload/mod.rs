@@ -21,7 +21,7 @@ pub use params::{parse_size, ParamKind, ParamSpec, Params};
 /// Thread id of the single thread of a synthetic workload.
 pub const TID: u32 = 1;
 /// Accesses per batch produced by workloads.
-pub const BATCH: usize = 65536;
+pub const BATCH: usize = 16384;
 
 /// A workload's name, description and parameters (besides `accesses` and `seed`).
 #[derive(Debug, Clone, Copy)]
