@@ -7,8 +7,14 @@ use std::time::Instant;
 use xlat_trace::{source, Batch, TraceReader, TraceWriter};
 
 fn main() {
-    let n: u64 = std::env::var("XLAT_BENCH_ACCESSES").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000_000);
-    let reps: usize = std::env::var("XLAT_BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
+    let n: u64 = std::env::var("XLAT_BENCH_ACCESSES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000_000);
+    let reps: usize = std::env::var("XLAT_BENCH_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
     let specs = [
         format!("workload:stream?size=1GiB&accesses={n}"),
         format!("workload:gups?size=8GiB&accesses={n}"),
@@ -17,7 +23,10 @@ fn main() {
         format!("workload:zipf?size=8GiB&accesses={n}"),
     ];
     println!("trace decode, {n} accesses per workload, median of {reps} runs, one core");
-    println!("{:<10} {:>14} {:>12} {:>14} {:>12}", "workload", "decode Macc/s", "bytes/acc", "encode Macc/s", "trace MiB");
+    println!(
+        "{:<10} {:>14} {:>12} {:>14} {:>12}",
+        "workload", "decode Macc/s", "bytes/acc", "encode Macc/s", "trace MiB"
+    );
     let only = std::env::var("XLAT_BENCH_ONLY").unwrap_or_default();
     for spec in specs.iter().filter(|s| s.contains(only.as_str())) {
         let mut src = source::open(spec).expect("workload");
@@ -50,7 +59,11 @@ fn main() {
             rates.push(got as f64 / t.elapsed().as_secs_f64() / 1e6);
         }
         rates.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        let name = spec.trim_start_matches("workload:").split('?').next().unwrap();
+        let name = spec
+            .trim_start_matches("workload:")
+            .split('?')
+            .next()
+            .unwrap();
         println!(
             "{:<10} {:>14.1} {:>12.2} {:>14.1} {:>12.1}",
             name,

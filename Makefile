@@ -1,0 +1,35 @@
+# xlat: `make demo` sets everything up and runs the main job; `make test` runs every check.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+.PHONY: setup demo test lint test-rust test-python bench clean
+
+setup:
+	@scripts/setup.sh
+
+demo: setup
+	$(VENV)/bin/xlat demo
+
+lint: setup
+	cargo fmt --all -- --check
+	cargo clippy --release --workspace --all-targets -- -D warnings
+	$(VENV)/bin/ruff check python tests benches
+	$(VENV)/bin/ruff format --check python tests benches
+
+test-rust: setup
+	cargo test --release --workspace
+
+test-python: setup
+	$(PY) -m pytest tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+
+test: lint test-rust test-python
+
+bench: setup
+	cargo bench -p xlat-trace --bench decode
+	@for b in benches/*.py; do [ -f "$$b" ] && $(PY) "$$b" || exit 1; done
+
+clean:
+	cargo clean
+	rm -rf $(VENV) out

@@ -1,0 +1,449 @@
+//! `xlat._native`: the thin binding. It converts between Rust and Python, releases the GIL for
+//! long calls and draws progress bars; everything else lives in the Rust crates (the work) or
+//! the Python package (argument handling, docs, presentation).
+
+use indicatif::{ProgressBar, ProgressStyle};
+use numpy::PyArray1;
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use xlat_trace::{text, Batch, Error, Event, EventSource, Marker, SideBody, TraceWriter};
+
+create_exception!(
+    _native,
+    XlatError,
+    PyException,
+    "Base class of the errors xlat reports to users."
+);
+create_exception!(
+    _native,
+    TraceError,
+    XlatError,
+    "A trace file is empty, corrupt, truncated or of another version."
+);
+create_exception!(
+    _native,
+    WorkloadError,
+    XlatError,
+    "A workload specification is invalid."
+);
+create_exception!(
+    _native,
+    TraceIOError,
+    XlatError,
+    "Reading or writing a file failed."
+);
+create_exception!(
+    _native,
+    EventError,
+    XlatError,
+    "Events are inconsistent (e.g. instruction counts going backwards)."
+);
+
+fn to_py(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Error::Workload { .. } => WorkloadError::new_err(msg),
+        Error::Io { .. } | Error::RawIo(_) => TraceIOError::new_err(msg),
+        Error::InvalidEvent(_) => EventError::new_err(msg),
+        _ => TraceError::new_err(msg),
+    }
+}
+
+/// A progress bar on stderr, advanced from the source's own progress measure.
+struct Progress(Option<ProgressBar>);
+
+impl Progress {
+    fn new(enabled: bool, src: &dyn EventSource, what: &str) -> Progress {
+        if !enabled {
+            return Progress(None);
+        }
+        let (_, total) = src.progress();
+        let bar = ProgressBar::new(total.unwrap_or(0));
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{msg} [{elapsed_precise}] {wide_bar} {percent:>3}% eta {eta}",
+            )
+            .expect("valid template"),
+        );
+        bar.set_message(what.to_string());
+        Progress(Some(bar))
+    }
+    fn update(&self, src: &dyn EventSource) {
+        if let Some(b) = &self.0 {
+            b.set_position(src.progress().0);
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(b) = &self.0 {
+            b.finish_and_clear();
+        }
+    }
+}
+
+fn open(spec: &str) -> PyResult<Box<dyn EventSource>> {
+    xlat_trace::source::open(spec).map_err(to_py)
+}
+
+fn side_to_py<'py>(
+    py: Python<'py>,
+    pos: u64,
+    tid: u32,
+    icount: u64,
+    body: &SideBody,
+) -> PyResult<Bound<'py, PyTuple>> {
+    match body {
+        SideBody::Syscall(s) => {
+            let args = PyList::new(py, &s.args[..s.kind.nargs()])?;
+            PyTuple::new(
+                py,
+                [
+                    "syscall".into_pyobject(py)?.into_any(),
+                    pos.into_pyobject(py)?.into_any(),
+                    tid.into_pyobject(py)?.into_any(),
+                    icount.into_pyobject(py)?.into_any(),
+                    s.kind.name().into_pyobject(py)?.into_any(),
+                    args.into_any(),
+                    s.ret.into_pyobject(py)?.into_any(),
+                ],
+            )
+        }
+        SideBody::Marker(m) => {
+            let fields = PyDict::new(py);
+            match m {
+                Marker::ContextSwitch { asid } => fields.set_item("asid", asid)?,
+                Marker::IpcSend { peer, bytes } | Marker::IpcRecv { peer, bytes } => {
+                    fields.set_item("peer", peer)?;
+                    fields.set_item("bytes", bytes)?;
+                }
+                Marker::Phase { id, name } => {
+                    fields.set_item("id", id)?;
+                    fields.set_item("name", name)?;
+                }
+            }
+            PyTuple::new(
+                py,
+                [
+                    "marker".into_pyobject(py)?.into_any(),
+                    pos.into_pyobject(py)?.into_any(),
+                    tid.into_pyobject(py)?.into_any(),
+                    icount.into_pyobject(py)?.into_any(),
+                    m.name().into_pyobject(py)?.into_any(),
+                    fields.into_any(),
+                    py.None().into_bound(py),
+                ],
+            )
+        }
+    }
+}
+
+fn columns<'py>(py: Python<'py>, b: Batch, side_base: u64) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let side = PyList::empty(py);
+    for s in &b.side {
+        side.append(side_to_py(
+            py,
+            side_base + s.pos as u64,
+            s.tid,
+            s.icount,
+            &s.body,
+        )?)?;
+    }
+    d.set_item("addr", PyArray1::from_vec(py, b.addr))?;
+    d.set_item("icount", PyArray1::from_vec(py, b.icount))?;
+    d.set_item("tid", PyArray1::from_vec(py, b.tid))?;
+    d.set_item("size", PyArray1::from_vec(py, b.size))?;
+    d.set_item("kind", PyArray1::from_vec(py, b.kind))?;
+    d.set_item("side", side)?;
+    Ok(d)
+}
+
+/// An open event source (trace file, text trace or workload), read batch by batch.
+#[pyclass(module = "xlat._native")]
+struct Source {
+    // pyclasses must be Sync; the lock is uncontended (Python calls hold the GIL).
+    inner: std::sync::Mutex<Box<dyn EventSource>>,
+    read: u64,
+}
+
+#[pymethods]
+impl Source {
+    #[new]
+    fn new(spec: &str) -> PyResult<Source> {
+        Ok(Source {
+            inner: std::sync::Mutex::new(open(spec)?),
+            read: 0,
+        })
+    }
+
+    /// The header as a JSON string.
+    fn header_json(&self) -> String {
+        serde_json::to_string(self.src().header()).expect("header serialises")
+    }
+
+    /// The footer as a JSON string, once the end of a trace file was read.
+    fn footer_json(&self) -> Option<String> {
+        self.src()
+            .footer()
+            .map(|f| serde_json::to_string(f).expect("footer serialises"))
+    }
+
+    /// The next batch as a dict of numpy columns plus `side` events (positions are global
+    /// access indices), or None at the end.
+    fn next_batch<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let mut b = Batch::default();
+        let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        let more = py
+            .allow_threads(|| inner.next_batch(&mut b))
+            .map_err(to_py)?;
+        if !more {
+            return Ok(None);
+        }
+        let base = self.read;
+        self.read += b.len() as u64;
+        columns(py, b, base).map(Some)
+    }
+
+    /// Events of the next batch, one tuple per event, or None at the end. Accesses are
+    /// ("access", tid, icount, kind letter, addr, size); side events as in `next_batch`.
+    fn next_events<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let mut b = Batch::default();
+        let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        if !py
+            .allow_threads(|| inner.next_batch(&mut b))
+            .map_err(to_py)?
+        {
+            return Ok(None);
+        }
+        let out = PyList::empty(py);
+        let mut i = self.read;
+        for e in b.events() {
+            match e {
+                Event::Access(a) => {
+                    i += 1;
+                    out.append((
+                        "access",
+                        a.tid,
+                        a.icount,
+                        a.kind.letter().to_string(),
+                        a.addr,
+                        a.size,
+                    ))?
+                }
+                Event::Side { tid, icount, body } => {
+                    out.append(side_to_py(py, i, tid, icount, &body)?)?
+                }
+            }
+        }
+        self.read = i;
+        Ok(Some(out))
+    }
+
+    fn progress(&self) -> (u64, Option<u64>) {
+        self.src().progress()
+    }
+}
+
+impl Source {
+    fn src(&self) -> std::sync::MutexGuard<'_, Box<dyn EventSource>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Read up to `limit` accesses of `spec` into numpy columns (one dict, like `next_batch`).
+#[pyfunction]
+#[pyo3(signature = (spec, limit=None, progress=false))]
+fn read_accesses<'py>(
+    py: Python<'py>,
+    spec: &str,
+    limit: Option<u64>,
+    progress: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut src = open(spec)?;
+    let all = py
+        .allow_threads(|| -> xlat_trace::Result<Batch> {
+            let bar = Progress::new(progress, src.as_ref(), "reading");
+            let mut all = Batch::default();
+            let limit = limit.unwrap_or(u64::MAX) as usize;
+            while all.len() < limit && src.append_or_next(&mut all)? {
+                bar.update(src.as_ref());
+            }
+            if all.len() > limit {
+                all.addr.truncate(limit);
+                all.icount.truncate(limit);
+                all.tid.truncate(limit);
+                all.size.truncate(limit);
+                all.kind.truncate(limit);
+                all.side.retain(|s| (s.pos as usize) <= limit);
+            }
+            Ok(all)
+        })
+        .map_err(to_py)?;
+    columns(py, all, 0)
+}
+
+/// Appending batches one after another (side positions rebased).
+trait AppendExt {
+    fn append_or_next(&mut self, all: &mut Batch) -> xlat_trace::Result<bool>;
+}
+
+impl AppendExt for Box<dyn EventSource> {
+    fn append_or_next(&mut self, all: &mut Batch) -> xlat_trace::Result<bool> {
+        let mut b = Batch::default();
+        if !self.next_batch(&mut b)? {
+            return Ok(false);
+        }
+        let base = all.len() as u32;
+        all.addr.extend_from_slice(&b.addr);
+        all.icount.extend_from_slice(&b.icount);
+        all.tid.extend_from_slice(&b.tid);
+        all.size.extend_from_slice(&b.size);
+        all.kind.extend_from_slice(&b.kind);
+        all.side.extend(b.side.into_iter().map(|mut s| {
+            s.pos += base;
+            s
+        }));
+        Ok(true)
+    }
+}
+
+/// Write every event of `spec` to `out`: the text form if `out` ends in `.txt`, else the
+/// compressed format at zstd `level`. Written to `out.partial` and renamed when complete.
+/// Returns a JSON summary.
+#[pyfunction]
+#[pyo3(signature = (spec, out, level=3, progress=false))]
+fn convert(py: Python<'_>, spec: &str, out: &str, level: i32, progress: bool) -> PyResult<String> {
+    let mut src = open(spec)?;
+    let out = out.to_string();
+    py.allow_threads(move || -> xlat_trace::Result<String> {
+        let tmp = format!("{out}.partial");
+        let io = |e: std::io::Error| Error::Io { path: tmp.clone().into(), source: e };
+        let file = File::create(&tmp).map_err(io)?;
+        let result = (|| -> xlat_trace::Result<serde_json::Value> {
+            let bar = Progress::new(progress, src.as_ref(), "converting");
+            let mut b = Batch::default();
+            if text::is_text_path(&out) {
+                let mut w = BufWriter::with_capacity(1 << 20, file);
+                text::write_header(&mut w, src.header()).map_err(io)?;
+                let mut n = 0u64;
+                while src.next_batch(&mut b)? {
+                    for e in b.events() {
+                        text::write_event(&mut w, &e).map_err(io)?;
+                    }
+                    n += b.len() as u64;
+                    bar.update(src.as_ref());
+                }
+                w.flush().map_err(io)?;
+                Ok(serde_json::json!({"accesses": n, "format": "text"}))
+            } else {
+                let mut w = TraceWriter::with_level(BufWriter::with_capacity(1 << 20, file), src.header(), level)?;
+                while src.next_batch(&mut b)? {
+                    w.write_batch(&b)?;
+                    bar.update(src.as_ref());
+                }
+                let (mut f, footer) = w.finish()?;
+                f.flush().map_err(io)?;
+                Ok(serde_json::json!({"accesses": footer.accesses, "side_events": footer.side_events, "format": "xlat"}))
+            }
+        })();
+        match result {
+            Ok(mut v) => {
+                std::fs::rename(&tmp, &out).map_err(|e| Error::Io { path: out.clone().into(), source: e })?;
+                let bytes = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+                v["bytes"] = bytes.into();
+                v["path"] = out.clone().into();
+                Ok(v.to_string())
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(e)
+            }
+        }
+    })
+    .map_err(to_py)
+}
+
+/// Summary statistics of `spec` as a JSON string.
+#[pyfunction]
+#[pyo3(signature = (spec, progress=false))]
+fn trace_info(py: Python<'_>, spec: &str, progress: bool) -> PyResult<String> {
+    let mut src = open(spec)?;
+    py.allow_threads(move || -> xlat_trace::Result<String> {
+        let bar = Progress::new(progress, src.as_ref(), "reading");
+        let info = xlat_trace::info::trace_info(src.as_mut(), |s| bar.update(s))?;
+        drop(bar);
+        let file_bytes = if spec.starts_with("workload:") {
+            None
+        } else {
+            std::fs::metadata(spec).ok().map(|m| m.len())
+        };
+        Ok(serde_json::json!({
+            "source": spec,
+            "header": src.header(),
+            "footer": src.footer(),
+            "file_bytes": file_bytes,
+            "info": info,
+        })
+        .to_string())
+    })
+    .map_err(to_py)
+}
+
+/// The workload catalogue as a JSON string.
+#[pyfunction]
+fn workloads() -> String {
+    let param = |p: &xlat_trace::workload::ParamSpec| serde_json::json!({"name": p.name, "default": p.default, "help": p.help, "kind": format!("{:?}", p.kind)});
+    let list: Vec<_> = xlat_trace::workload::catalog()
+        .iter()
+        .map(|w| {
+            let params: Vec<_> = w
+                .params
+                .iter()
+                .chain(xlat_trace::workload::COMMON_PARAMS)
+                .map(param)
+                .collect();
+            serde_json::json!({"name": w.name, "help": w.help, "params": params})
+        })
+        .collect();
+    serde_json::Value::Array(list).to_string()
+}
+
+/// Run the pass-through model over `spec`; JSON counts.
+#[pyfunction]
+#[pyo3(signature = (spec, progress=false))]
+fn passthrough(py: Python<'_>, spec: &str, progress: bool) -> PyResult<String> {
+    let mut src = open(spec)?;
+    py.allow_threads(move || -> xlat_trace::Result<String> {
+        let bar = Progress::new(progress, src.as_ref(), "simulating");
+        let mut m = xlat_core::PassThrough::default();
+        let t = std::time::Instant::now();
+        xlat_core::run(src.as_mut(), &mut m, |s| bar.update(s))?;
+        let secs = t.elapsed().as_secs_f64();
+        Ok(serde_json::json!({"model": "pass-through", "counts": m, "seconds": secs}).to_string())
+    })
+    .map_err(to_py)
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("XlatError", py.get_type::<XlatError>())?;
+    m.add("TraceError", py.get_type::<TraceError>())?;
+    m.add("WorkloadError", py.get_type::<WorkloadError>())?;
+    m.add("TraceIOError", py.get_type::<TraceIOError>())?;
+    m.add("EventError", py.get_type::<EventError>())?;
+    m.add_class::<Source>()?;
+    m.add_function(wrap_pyfunction!(read_accesses, m)?)?;
+    m.add_function(wrap_pyfunction!(convert, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(passthrough, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,5 @@
+import sys
+
+from xlat.cli import main
+
+sys.exit(main())

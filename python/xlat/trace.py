@@ -1,0 +1,130 @@
+"""Traces and workloads from Python: open, iterate, read into numpy, convert, summarise."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from xlat import _native
+from xlat._native import EventError, TraceError, TraceIOError, WorkloadError, XlatError
+
+__all__ = [
+    "Event",
+    "EventError",
+    "Trace",
+    "TraceError",
+    "TraceIOError",
+    "WorkloadError",
+    "XlatError",
+    "convert",
+    "open",
+    "read_accesses",
+    "trace_info",
+    "workloads",
+]
+
+#: Access kinds as stored in the ``kind`` column.
+KINDS = {0: "load", 1: "store", 2: "ifetch"}
+
+
+class Event(NamedTuple):
+    """One event. ``type`` is ``"access"``, ``"syscall"`` or ``"marker"``.
+
+    Accesses fill ``kind`` (``"L"``, ``"S"``, ``"I"``), ``addr`` and ``size``; syscalls fill
+    ``name``, ``args`` and ``ret``; markers fill ``name`` and ``fields``.
+    """
+
+    type: str
+    tid: int
+    icount: int
+    kind: str | None = None
+    addr: int | None = None
+    size: int | None = None
+    name: str | None = None
+    args: tuple[int, ...] | None = None
+    ret: int | None = None
+    fields: dict[str, Any] | None = None
+
+
+def _event(t: tuple) -> Event:
+    if t[0] == "access":
+        _, tid, icount, kind, addr, size = t
+        return Event("access", tid, icount, kind=kind, addr=addr, size=size)
+    if t[0] == "syscall":
+        _, _pos, tid, icount, name, args, ret = t
+        return Event("syscall", tid, icount, name=name, args=tuple(args), ret=ret)
+    _, _pos, tid, icount, name, fields, _ = t
+    return Event("marker", tid, icount, name=name, fields=fields)
+
+
+class Trace:
+    """An event source opened for reading: a trace file, a text trace or a workload spec.
+
+    A ``Trace`` streams: each pass over :meth:`batches` or :meth:`events` consumes it, so open
+    the spec again for a second pass.
+    """
+
+    def __init__(self, spec: str):
+        self.spec = str(spec)
+        self._src = _native.Source(self.spec)
+        self.header: dict[str, Any] = json.loads(self._src.header_json())
+
+    def __repr__(self) -> str:
+        return f"xlat.Trace({self.spec!r}, producer={self.header.get('producer')!r})"
+
+    @property
+    def footer(self) -> dict[str, Any] | None:
+        """Totals of a trace file, available once it has been read to the end."""
+        f = self._src.footer_json()
+        return None if f is None else json.loads(f)
+
+    def batches(self) -> Iterator[dict[str, Any]]:
+        """Yield batches as dicts of numpy columns ``addr`` (uint64), ``icount`` (uint64),
+        ``tid`` (uint32), ``size`` (uint16), ``kind`` (uint8: 0 load, 1 store, 2 ifetch),
+        and ``side``: the syscalls and markers, as tuples whose second item is the index of the
+        access they precede."""
+        while (b := self._src.next_batch()) is not None:
+            yield b
+
+    def events(self) -> Iterator[Event]:
+        """Yield every event in order as an :class:`Event` (convenient, not fast)."""
+        while (evs := self._src.next_events()) is not None:
+            for t in evs:
+                yield _event(t)
+
+
+def open(spec: str) -> Trace:  # noqa: A001 - mirrors the builtin on purpose
+    """Open a trace file, a text trace or a ``workload:`` spec."""
+    return Trace(spec)
+
+
+def read_accesses(spec: str, limit: int | None = None, progress: bool = False) -> dict[str, Any]:
+    """Read up to ``limit`` accesses into numpy columns (see :meth:`Trace.batches`).
+
+    The GIL is released while reading.
+    """
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0, not {limit}")
+    return _native.read_accesses(str(spec), limit, progress)
+
+
+def convert(spec: str, out: str, level: int = 3, progress: bool = False) -> dict[str, Any]:
+    """Write ``spec`` to ``out``: the text form if ``out`` ends in ``.txt``, else the compressed
+    xlat format (zstd ``level`` 1-19). Returns a summary dict."""
+    if not 1 <= level <= 19:
+        raise ValueError(f"level must be between 1 and 19, not {level}")
+    return json.loads(_native.convert(str(spec), str(out), level, progress))
+
+
+def trace_info(spec: str, progress: bool = False) -> dict[str, Any]:
+    """Counts, threads, syscalls, footprint and duration of a trace (read once, in full)."""
+    return json.loads(_native.trace_info(str(spec), progress))
+
+
+def workloads() -> list[dict[str, Any]]:
+    """The synthetic workloads with their parameters and defaults."""
+    return json.loads(_native.workloads())
+
