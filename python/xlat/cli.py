@@ -83,14 +83,26 @@ def cmd_trace_info(args: argparse.Namespace) -> int:
         ("source", r["source"]),
         ("producer", header.get("producer", "")),
         ("command", " ".join(header.get("command", []))),
-        ("accesses", f"{acc:,} ({info['loads']:,} loads, {info['stores']:,} stores, {info['ifetches']:,} ifetches)"),
+        (
+            "accesses",
+            f"{acc:,} ({info['loads']:,} loads, {info['stores']:,} stores, {info['ifetches']:,} ifetches)",
+        ),
         ("instructions", f"{info['instructions']:,}"),
-        ("threads", ", ".join(f"{tid} ({t['accesses']:,} accesses)" for tid, t in info["threads"].items()) or "none"),
+        (
+            "threads",
+            ", ".join(f"{tid} ({t['accesses']:,} accesses)" for tid, t in info["threads"].items()) or "none",
+        ),
         ("syscalls", ", ".join(f"{k} {v:,}" for k, v in info["syscalls"].items()) or "none"),
         ("markers", ", ".join(f"{k} {v:,}" for k, v in info["markers"].items()) or "none"),
-        ("footprint touched", f"{_human_bytes(info['touched_4k_pages'] * 4096)} ({info['touched_4k_pages']:,} 4KiB pages, "
-         f"{info['touched_2m_regions']:,} 2MiB regions, {info['touched_1g_regions']:,} 1GiB regions)"),
-        ("footprint mapped", f"{_human_bytes(info['mapped_bytes'])} at the end, {_human_bytes(info['peak_mapped_bytes'])} at peak"),
+        (
+            "footprint touched",
+            f"{_human_bytes(info['touched_4k_pages'] * 4096)} ({info['touched_4k_pages']:,} 4KiB pages, "
+            f"{info['touched_2m_regions']:,} 2MiB regions, {info['touched_1g_regions']:,} 1GiB regions)",
+        ),
+        (
+            "footprint mapped",
+            f"{_human_bytes(info['mapped_bytes'])} at the end, {_human_bytes(info['peak_mapped_bytes'])} at peak",
+        ),
     ]
     if info["min_addr"] is not None:
         rows.append(("address range", f"{info['min_addr']:#x} .. {info['max_addr']:#x}"))
@@ -111,7 +123,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
         _print_json(r)
     else:
         per = r["bytes"] / r["accesses"] if r["accesses"] else float("nan")
-        print(f"wrote {r['path']}: {r['accesses']:,} accesses, {_human_bytes(r['bytes'])} ({per:.2f} bytes/access)")
+        print(
+            f"wrote {r['path']}: {r['accesses']:,} accesses, {_human_bytes(r['bytes'])} ({per:.2f} bytes/access)"
+        )
     return 0
 
 
@@ -125,13 +139,20 @@ def cmd_sim(args: argparse.Namespace) -> int:
     c = r["counts"]
     print(f"model: {r['model']} (counts events; the MMU model is not built yet)")
     rate = c["accesses"] / r["seconds"] / 1e6 if r["seconds"] > 0 else float("nan")
-    print(_table([
-        ("accesses", f"{c['accesses']:,} ({c['loads']:,} loads, {c['stores']:,} stores, {c['ifetches']:,} ifetches)"),
-        ("syscalls", f"{c['syscalls']:,}"),
-        ("markers", f"{c['markers']:,}"),
-        ("distinct 4KiB pages", f"{c['distinct_4k_pages']:,}"),
-        ("rate", f"{rate:.1f} M accesses/s"),
-    ]))
+    print(
+        _table(
+            [
+                (
+                    "accesses",
+                    f"{c['accesses']:,} ({c['loads']:,} loads, {c['stores']:,} stores, {c['ifetches']:,} ifetches)",
+                ),
+                ("syscalls", f"{c['syscalls']:,}"),
+                ("markers", f"{c['markers']:,}"),
+                ("distinct 4KiB pages", f"{c['distinct_4k_pages']:,}"),
+                ("rate", f"{rate:.1f} M accesses/s"),
+            ]
+        )
+    )
     return 0
 
 
@@ -160,9 +181,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         sim = json.loads(_native.passthrough(path, False))["counts"]
         if sim["accesses"] != w["accesses"] or info["touched_4k_pages"] != sim["distinct_4k_pages"]:
             raise CliError(f"the pipeline disagrees with itself on {path}")
-        print(f"{name:<10} {w['accesses']:>10,} {_human_bytes(w['bytes']):>10} {w['bytes'] / w['accesses']:>9.2f} "
-              f"{_human_bytes(info['touched_4k_pages'] * 4096):>11} {_human_bytes(info['mapped_bytes']):>10} "
-              f"{sim['distinct_4k_pages']:>11,}")
+        print(
+            f"{name:<10} {w['accesses']:>10,} {_human_bytes(w['bytes']):>10} {w['bytes'] / w['accesses']:>9.2f} "
+            f"{_human_bytes(info['touched_4k_pages'] * 4096):>11} {_human_bytes(info['mapped_bytes']):>10} "
+            f"{sim['distinct_4k_pages']:>11,}"
+        )
     print(f"\ntraces are in {args.out}/; try: xlat trace-info {args.out}/bfs.xlat")
     return 0
 
@@ -170,8 +193,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     g = common.add_mutually_exclusive_group()
-    g.add_argument("--progress", dest="progress", action="store_true", default=None,
-                   help="show a progress bar on stderr (default: when stderr is a terminal)")
+    g.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="show a progress bar on stderr (default: when stderr is a terminal)",
+    )
     g.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
 
     p = argparse.ArgumentParser(
@@ -183,38 +211,60 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"xlat {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    s = sub.add_parser("workloads", parents=[common], help="list the synthetic workloads and their parameters",
-                       description="List the synthetic workloads. Use one wherever a trace is accepted, as "
-                                   "workload:NAME?key=value&... (sizes take KiB/MiB/GiB suffixes).")
+    s = sub.add_parser(
+        "workloads",
+        parents=[common],
+        help="list the synthetic workloads and their parameters",
+        description="List the synthetic workloads. Use one wherever a trace is accepted, as "
+        "workload:NAME?key=value&... (sizes take KiB/MiB/GiB suffixes).",
+    )
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_workloads)
 
-    s = sub.add_parser("trace-info", parents=[common], help="counts, threads, syscalls, footprint and duration of a trace",
-                       description="Read a trace (or workload) once and summarise it: accesses by kind, instructions, "
-                                   "threads, syscalls, markers, touched and mapped footprint, file size per access.")
-    s.add_argument("trace", metavar="TRACE", help="trace file (.xlat), text trace (.txt) or workload:... spec")
+    s = sub.add_parser(
+        "trace-info",
+        parents=[common],
+        help="counts, threads, syscalls, footprint and duration of a trace",
+        description="Read a trace (or workload) once and summarise it: accesses by kind, instructions, "
+        "threads, syscalls, markers, touched and mapped footprint, file size per access.",
+    )
+    s.add_argument(
+        "trace", metavar="TRACE", help="trace file (.xlat), text trace (.txt) or workload:... spec"
+    )
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_trace_info)
 
-    s = sub.add_parser("convert", parents=[common], help="convert between the xlat format, the text form and workloads",
-                       description="Write INPUT to OUTPUT. OUTPUT ending in .txt gets the plain text form; anything "
-                                   "else the compressed xlat format. INPUT may be a trace, a text trace or a workload "
-                                   "spec (which makes convert the way to save a workload as a trace).")
+    s = sub.add_parser(
+        "convert",
+        parents=[common],
+        help="convert between the xlat format, the text form and workloads",
+        description="Write INPUT to OUTPUT. OUTPUT ending in .txt gets the plain text form; anything "
+        "else the compressed xlat format. INPUT may be a trace, a text trace or a workload "
+        "spec (which makes convert the way to save a workload as a trace).",
+    )
     s.add_argument("input", metavar="INPUT")
     s.add_argument("output", metavar="OUTPUT")
     s.add_argument("--level", type=int, default=3, help="zstd level, 1 (fastest) to 19 (smallest); default 3")
     s.add_argument("--json", action="store_true", help="print a JSON summary")
     s.set_defaults(func=cmd_convert)
 
-    s = sub.add_parser("sim", parents=[common], help="run a trace through the simulator pipeline",
-                       description="Run a trace or workload through the simulator. Until the MMU model lands this is "
-                                   "the pass-through model: it counts accesses, syscalls and distinct pages.")
+    s = sub.add_parser(
+        "sim",
+        parents=[common],
+        help="run a trace through the simulator pipeline",
+        description="Run a trace or workload through the simulator. Until the MMU model lands this is "
+        "the pass-through model: it counts accesses, syscalls and distinct pages.",
+    )
     s.add_argument("trace", metavar="TRACE_OR_WORKLOAD")
     s.add_argument("--json", metavar="OUT", help="also write the result as JSON to OUT")
     s.set_defaults(func=cmd_sim)
 
-    s = sub.add_parser("demo", parents=[common], help="the main job on built-in inputs (what the README runs first)",
-                       description="Generate built-in workloads, write and re-read them as traces, and simulate them.")
+    s = sub.add_parser(
+        "demo",
+        parents=[common],
+        help="the main job on built-in inputs (what the README runs first)",
+        description="Generate built-in workloads, write and re-read them as traces, and simulate them.",
+    )
     s.add_argument("--out", default="out/demo", help="directory for the demo's traces (default out/demo)")
     s.set_defaults(func=cmd_demo)
 

@@ -6,8 +6,6 @@ import json
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from xlat import _native
 from xlat._native import EventError, TraceError, TraceIOError, WorkloadError, XlatError
 
@@ -96,7 +94,7 @@ class Trace:
                 yield _event(t)
 
 
-def open(spec: str) -> Trace:  # noqa: A001 - mirrors the builtin on purpose
+def open(spec: str) -> Trace:
     """Open a trace file, a text trace or a ``workload:`` spec."""
     return Trace(spec)
 
@@ -127,4 +125,3 @@ def trace_info(spec: str, progress: bool = False) -> dict[str, Any]:
 def workloads() -> list[dict[str, Any]]:
     """The synthetic workloads with their parameters and defaults."""
     return json.loads(_native.workloads())
-
