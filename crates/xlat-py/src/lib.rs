@@ -12,36 +12,11 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use xlat_trace::{text, Batch, Error, Event, EventSource, Marker, SideBody, TraceWriter};
 
-create_exception!(
-    _native,
-    XlatError,
-    PyException,
-    "Base class of the errors xlat reports to users."
-);
-create_exception!(
-    _native,
-    TraceError,
-    XlatError,
-    "A trace file is empty, corrupt, truncated or of another version."
-);
-create_exception!(
-    _native,
-    WorkloadError,
-    XlatError,
-    "A workload specification is invalid."
-);
-create_exception!(
-    _native,
-    TraceIOError,
-    XlatError,
-    "Reading or writing a file failed."
-);
-create_exception!(
-    _native,
-    EventError,
-    XlatError,
-    "Events are inconsistent (e.g. instruction counts going backwards)."
-);
+create_exception!(_native, XlatError, PyException, "Base class of the errors xlat reports to users.");
+create_exception!(_native, TraceError, XlatError, "A trace file is empty, corrupt, truncated or of another version.");
+create_exception!(_native, WorkloadError, XlatError, "A workload specification is invalid.");
+create_exception!(_native, TraceIOError, XlatError, "Reading or writing a file failed.");
+create_exception!(_native, EventError, XlatError, "Events are inconsistent (e.g. instruction counts going backwards).");
 
 fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
@@ -64,10 +39,8 @@ impl Progress {
         let (_, total) = src.progress();
         let bar = ProgressBar::new(total.unwrap_or(0));
         bar.set_style(
-            ProgressStyle::with_template(
-                "{msg} [{elapsed_precise}] {wide_bar} {percent:>3}% eta {eta}",
-            )
-            .expect("valid template"),
+            ProgressStyle::with_template("{msg} [{elapsed_precise}] {wide_bar} {percent:>3}% eta {eta}")
+                .expect("valid template"),
         );
         bar.set_message(what.to_string());
         Progress(Some(bar))
@@ -91,13 +64,7 @@ fn open(spec: &str) -> PyResult<Box<dyn EventSource>> {
     xlat_trace::source::open(spec).map_err(to_py)
 }
 
-fn side_to_py<'py>(
-    py: Python<'py>,
-    pos: u64,
-    tid: u32,
-    icount: u64,
-    body: &SideBody,
-) -> PyResult<Bound<'py, PyTuple>> {
+fn side_to_py<'py>(py: Python<'py>, pos: u64, tid: u32, icount: u64, body: &SideBody) -> PyResult<Bound<'py, PyTuple>> {
     match body {
         SideBody::Syscall(s) => {
             let args = PyList::new(py, &s.args[..s.kind.nargs()])?;
@@ -147,13 +114,7 @@ fn columns<'py>(py: Python<'py>, b: Batch, side_base: u64) -> PyResult<Bound<'py
     let d = PyDict::new(py);
     let side = PyList::empty(py);
     for s in &b.side {
-        side.append(side_to_py(
-            py,
-            side_base + s.pos as u64,
-            s.tid,
-            s.icount,
-            &s.body,
-        )?)?;
+        side.append(side_to_py(py, side_base + s.pos as u64, s.tid, s.icount, &s.body)?)?;
     }
     d.set_item("addr", PyArray1::from_vec(py, b.addr))?;
     d.set_item("icount", PyArray1::from_vec(py, b.icount))?;
@@ -176,10 +137,7 @@ struct Source {
 impl Source {
     #[new]
     fn new(spec: &str) -> PyResult<Source> {
-        Ok(Source {
-            inner: std::sync::Mutex::new(open(spec)?),
-            read: 0,
-        })
+        Ok(Source { inner: std::sync::Mutex::new(open(spec)?), read: 0 })
     }
 
     /// The header as a JSON string.
@@ -189,9 +147,7 @@ impl Source {
 
     /// The footer as a JSON string, once the end of a trace file was read.
     fn footer_json(&self) -> Option<String> {
-        self.src()
-            .footer()
-            .map(|f| serde_json::to_string(f).expect("footer serialises"))
+        self.src().footer().map(|f| serde_json::to_string(f).expect("footer serialises"))
     }
 
     /// The next batch as a dict of numpy columns plus `side` events (positions are global
@@ -199,9 +155,7 @@ impl Source {
     fn next_batch<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let mut b = Batch::default();
         let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
-        let more = py
-            .allow_threads(|| inner.next_batch(&mut b))
-            .map_err(to_py)?;
+        let more = py.allow_threads(|| inner.next_batch(&mut b)).map_err(to_py)?;
         if !more {
             return Ok(None);
         }
@@ -215,10 +169,7 @@ impl Source {
     fn next_events<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
         let mut b = Batch::default();
         let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
-        if !py
-            .allow_threads(|| inner.next_batch(&mut b))
-            .map_err(to_py)?
-        {
+        if !py.allow_threads(|| inner.next_batch(&mut b)).map_err(to_py)? {
             return Ok(None);
         }
         let out = PyList::empty(py);
@@ -227,18 +178,9 @@ impl Source {
             match e {
                 Event::Access(a) => {
                     i += 1;
-                    out.append((
-                        "access",
-                        a.tid,
-                        a.icount,
-                        a.kind.letter().to_string(),
-                        a.addr,
-                        a.size,
-                    ))?
+                    out.append(("access", a.tid, a.icount, a.kind.letter().to_string(), a.addr, a.size))?
                 }
-                Event::Side { tid, icount, body } => {
-                    out.append(side_to_py(py, i, tid, icount, &body)?)?
-                }
+                Event::Side { tid, icount, body } => out.append(side_to_py(py, i, tid, icount, &body)?)?,
             }
         }
         self.read = i;
@@ -259,12 +201,7 @@ impl Source {
 /// Read up to `limit` accesses of `spec` into numpy columns (one dict, like `next_batch`).
 #[pyfunction]
 #[pyo3(signature = (spec, limit=None, progress=false))]
-fn read_accesses<'py>(
-    py: Python<'py>,
-    spec: &str,
-    limit: Option<u64>,
-    progress: bool,
-) -> PyResult<Bound<'py, PyDict>> {
+fn read_accesses<'py>(py: Python<'py>, spec: &str, limit: Option<u64>, progress: bool) -> PyResult<Bound<'py, PyDict>> {
     let mut src = open(spec)?;
     let all = py
         .allow_threads(|| -> xlat_trace::Result<Batch> {
@@ -378,11 +315,8 @@ fn trace_info(py: Python<'_>, spec: &str, progress: bool) -> PyResult<String> {
         let bar = Progress::new(progress, src.as_ref(), "reading");
         let info = xlat_trace::info::trace_info(src.as_mut(), |s| bar.update(s))?;
         drop(bar);
-        let file_bytes = if spec.starts_with("workload:") {
-            None
-        } else {
-            std::fs::metadata(spec).ok().map(|m| m.len())
-        };
+        let file_bytes =
+            if spec.starts_with("workload:") { None } else { std::fs::metadata(spec).ok().map(|m| m.len()) };
         Ok(serde_json::json!({
             "source": spec,
             "header": src.header(),
@@ -402,12 +336,7 @@ fn workloads() -> String {
     let list: Vec<_> = xlat_trace::workload::catalog()
         .iter()
         .map(|w| {
-            let params: Vec<_> = w
-                .params
-                .iter()
-                .chain(xlat_trace::workload::COMMON_PARAMS)
-                .map(param)
-                .collect();
+            let params: Vec<_> = w.params.iter().chain(xlat_trace::workload::COMMON_PARAMS).map(param).collect();
             serde_json::json!({"name": w.name, "help": w.help, "params": params})
         })
         .collect();

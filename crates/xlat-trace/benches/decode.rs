@@ -7,14 +7,8 @@ use std::time::Instant;
 use xlat_trace::{source, Batch, TraceReader, TraceWriter};
 
 fn main() {
-    let n: u64 = std::env::var("XLAT_BENCH_ACCESSES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000_000);
-    let reps: usize = std::env::var("XLAT_BENCH_REPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
+    let n: u64 = std::env::var("XLAT_BENCH_ACCESSES").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000_000);
+    let reps: usize = std::env::var("XLAT_BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
     let specs = [
         format!("workload:stream?size=1GiB&accesses={n}"),
         format!("workload:gups?size=8GiB&accesses={n}"),
@@ -59,11 +53,7 @@ fn main() {
             rates.push(got as f64 / t.elapsed().as_secs_f64() / 1e6);
         }
         rates.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        let name = spec
-            .trim_start_matches("workload:")
-            .split('?')
-            .next()
-            .unwrap();
+        let name = spec.trim_start_matches("workload:").split('?').next().unwrap();
         println!(
             "{:<10} {:>14.1} {:>12.2} {:>14.1} {:>12.1}",
             name,

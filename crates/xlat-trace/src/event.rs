@@ -166,11 +166,7 @@ pub struct SideEvent {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     Access(Access),
-    Side {
-        tid: u32,
-        icount: u64,
-        body: SideBody,
-    },
+    Side { tid: u32, icount: u64, body: SideBody },
 }
 
 /// A run of events: accesses as columns plus side events in order.
@@ -230,12 +226,7 @@ impl Batch {
     /// Append a side event after the accesses pushed so far.
     pub fn push_side(&mut self, tid: u32, icount: u64, body: SideBody) {
         let pos = self.addr.len() as u32;
-        self.side.push(SideEvent {
-            pos,
-            tid,
-            icount,
-            body,
-        });
+        self.side.push(SideEvent { pos, tid, icount, body });
     }
 
     pub fn push_event(&mut self, e: Event) {
@@ -258,11 +249,7 @@ impl Batch {
 
     /// All events in order.
     pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
-        BatchEvents {
-            batch: self,
-            next_access: 0,
-            next_side: 0,
-        }
+        BatchEvents { batch: self, next_access: 0, next_side: 0 }
     }
 }
 
@@ -278,11 +265,7 @@ impl Iterator for BatchEvents<'_> {
         if let Some(s) = self.batch.side.get(self.next_side) {
             if s.pos as usize <= self.next_access {
                 self.next_side += 1;
-                return Some(Event::Side {
-                    tid: s.tid,
-                    icount: s.icount,
-                    body: s.body.clone(),
-                });
+                return Some(Event::Side { tid: s.tid, icount: s.icount, body: s.body.clone() });
             }
         }
         if self.next_access < self.batch.len() {

@@ -25,17 +25,8 @@ const PAYLOAD_HEADER: usize = 28;
 /// Zero bytes closing every payload, so the decoder may always load 8 bytes at an address delta.
 const PAD: usize = 8;
 /// Masks keeping the low `k` bytes, for address deltas of `k` bytes.
-const BYTE_MASK: [u64; 9] = [
-    0,
-    0xff,
-    0xffff,
-    0xff_ffff,
-    0xffff_ffff,
-    0xff_ffff_ffff,
-    0xffff_ffff_ffff,
-    0xff_ffff_ffff_ffff,
-    u64::MAX,
-];
+const BYTE_MASK: [u64; 9] =
+    [0, 0xff, 0xffff, 0xff_ffff, 0xffff_ffff, 0xff_ffff_ffff, 0xffff_ffff_ffff, 0xff_ffff_ffff_ffff, u64::MAX];
 
 const SIDE_THREAD: u8 = 0;
 const SIDE_SYSCALL: u8 = 1;
@@ -70,11 +61,7 @@ fn format_name() -> String {
 
 impl Header {
     pub fn new(producer: impl Into<String>) -> Header {
-        Header {
-            format: format_name(),
-            producer: producer.into(),
-            ..Header::default()
-        }
+        Header { format: format_name(), producer: producer.into(), ..Header::default() }
     }
 }
 
@@ -137,11 +124,7 @@ impl BlockEncoder {
         let base = range.start;
         let n = range.len();
         let mut cur: Option<usize> = None; // index into self.threads
-        let mut st = ThreadState {
-            tid: 0,
-            addr: 0,
-            icount: 0,
-        };
+        let mut st = ThreadState { tid: 0, addr: 0, icount: 0 };
         let mut si = 0;
         for i in range.clone() {
             let rel = (i - base) as u32;
@@ -165,11 +148,7 @@ impl BlockEncoder {
                     None => {
                         // First appearance in this block: the record carries the thread's start
                         // state, so that its first delta is small too.
-                        let first = ThreadState {
-                            tid,
-                            addr: batch.addr[i],
-                            icount: batch.icount[i],
-                        };
+                        let first = ThreadState { tid, addr: batch.addr[i], icount: batch.icount[i] };
                         self.side.push(1);
                         varint::put(&mut self.side, first.addr);
                         varint::put(&mut self.side, first.icount);
@@ -183,16 +162,11 @@ impl BlockEncoder {
             }
             let kind = batch.kind[i];
             if kind > 2 {
-                return Err(format!(
-                    "access {i} has kind {kind}, not load (0), store (1) or ifetch (2)"
-                ));
+                return Err(format!("access {i} has kind {kind}, not load (0), store (1) or ifetch (2)"));
             }
             let icount = batch.icount[i];
             if icount < st.icount {
-                return Err(format!(
-                    "instruction count of thread {tid} went backwards from {} to {icount}",
-                    st.icount
-                ));
+                return Err(format!("instruction count of thread {tid} went backwards from {} to {icount}", st.icount));
             }
             let d = icount - st.icount;
             let icode = if d < 7 { d as u8 } else { 7 };
@@ -200,11 +174,7 @@ impl BlockEncoder {
                 varint::put(&mut self.icount, d);
             }
             let size = batch.size[i];
-            let scode = if size.is_power_of_two() && size <= 64 {
-                size.trailing_zeros() as u8
-            } else {
-                7
-            };
+            let scode = if size.is_power_of_two() && size <= 64 { size.trailing_zeros() as u8 } else { 7 };
             if scode == 7 {
                 varint::put(&mut self.size, size as u64);
             }
@@ -216,41 +186,23 @@ impl BlockEncoder {
             self.addr.extend_from_slice(&zz.to_le_bytes()[..len]);
             st.addr = a;
             st.icount = icount;
-            let t = totals
-                .iter_mut()
-                .rev()
-                .find(|t| t.tid == tid)
-                .expect("thread registered");
+            let t = totals.iter_mut().rev().find(|t| t.tid == tid).expect("thread registered");
             t.accesses += 1;
             t.instructions = t.instructions.max(icount);
         }
         for s in &side[si..] {
             if s.pos as usize > n {
-                return Err(format!(
-                    "side event at position {} is beyond the {} accesses of its batch",
-                    s.pos, n
-                ));
+                return Err(format!("side event at position {} is beyond the {} accesses of its batch", s.pos, n));
             }
             encode_side(&mut self.side, s)?;
         }
         for s in side {
             bump_thread(totals, s.tid);
-            let t = totals
-                .iter_mut()
-                .rev()
-                .find(|t| t.tid == s.tid)
-                .expect("thread registered");
+            let t = totals.iter_mut().rev().find(|t| t.tid == s.tid).expect("thread registered");
             t.instructions = t.instructions.max(s.icount);
         }
         out.clear();
-        for v in [
-            n,
-            side.len(),
-            self.meta.len(),
-            self.addr.len(),
-            self.icount.len(),
-            self.size.len(),
-        ] {
+        for v in [n, side.len(), self.meta.len(), self.addr.len(), self.icount.len(), self.size.len()] {
             out.extend_from_slice(&(v as u32).to_le_bytes());
         }
         out.extend_from_slice(&(self.side.len() as u32).to_le_bytes());
@@ -267,11 +219,7 @@ impl BlockEncoder {
 
 fn bump_thread(totals: &mut Vec<ThreadTotals>, tid: u32) {
     if !totals.iter().any(|t| t.tid == tid) {
-        totals.push(ThreadTotals {
-            tid,
-            accesses: 0,
-            instructions: 0,
-        });
+        totals.push(ThreadTotals { tid, accesses: 0, instructions: 0 });
     }
 }
 
@@ -287,11 +235,7 @@ fn encode_side(out: &mut Vec<u8>, s: &SideEvent) -> Result<(), String> {
                 varint::put(out, *a);
             }
             if sc.args[sc.kind.nargs()..].iter().any(|&a| a != 0) {
-                return Err(format!(
-                    "{} takes {} arguments but more were given",
-                    sc.kind.name(),
-                    sc.kind.nargs()
-                ));
+                return Err(format!("{} takes {} arguments but more were given", sc.kind.name(), sc.kind.nargs()));
             }
             varint::put(out, varint::zigzag(sc.ret));
         }
@@ -306,11 +250,7 @@ fn encode_side(out: &mut Vec<u8>, s: &SideEvent) -> Result<(), String> {
                     varint::put(out, *asid as u64);
                 }
                 Marker::IpcSend { peer, bytes } | Marker::IpcRecv { peer, bytes } => {
-                    out.push(if matches!(m, Marker::IpcSend { .. }) {
-                        1
-                    } else {
-                        2
-                    });
+                    out.push(if matches!(m, Marker::IpcSend { .. }) { 1 } else { 2 });
                     varint::put(out, *peer as u64);
                     varint::put(out, *bytes);
                 }
@@ -343,19 +283,11 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
         return Err("block payload is shorter than its header".into());
     }
     let word = |k: usize| u32::from_le_bytes(buf[4 * k..4 * k + 4].try_into().unwrap()) as usize;
-    let (n, n_side, l_meta, l_addr, l_icount, l_size, l_side) = (
-        word(0),
-        word(1),
-        word(2),
-        word(3),
-        word(4),
-        word(5),
-        word(6),
-    );
+    let (n, n_side, l_meta, l_addr, l_icount, l_size, l_side) =
+        (word(0), word(1), word(2), word(3), word(4), word(5), word(6));
     let start = PAYLOAD_HEADER;
-    let total = [l_meta, l_meta, l_addr, l_icount, l_size, l_side, PAD]
-        .iter()
-        .try_fold(start, |acc, &l| acc.checked_add(l));
+    let total =
+        [l_meta, l_meta, l_addr, l_icount, l_size, l_side, PAD].iter().try_fold(start, |acc, &l| acc.checked_add(l));
     if l_meta != n || total != Some(buf.len()) {
         return Err("block column lengths do not add up to the block size".into());
     }
@@ -375,16 +307,12 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
     if meta.iter().fold(0u8, |acc, &m| acc | ((m & 3 == 3) as u8)) != 0 {
         return Err("meta column holds an access of unknown kind 3".into());
     }
-    if alen.iter().fold(0u8, |acc, &a| acc.max(a)) > 8
-        || alen.iter().map(|&a| a as u64).sum::<u64>() != l_addr as u64
-    {
+    if alen.iter().fold(0u8, |acc, &a| acc.max(a)) > 8 || alen.iter().map(|&a| a as u64).sum::<u64>() != l_addr as u64 {
         return Err("address-length column is malformed".into());
     }
     let escapes = l_size > 0
         || l_icount > 0
-        || meta.iter().fold(0u8, |acc, &m| {
-            acc | (((m >> 2) & 7 == 7) as u8) | ((m >> 5 == 7) as u8)
-        }) != 0;
+        || meta.iter().fold(0u8, |acc, &m| acc | (((m >> 2) & 7 == 7) as u8) | ((m >> 5 == 7) as u8)) != 0;
     let base = batch.len();
     batch.addr.reserve(n);
     batch.icount.reserve(n);
@@ -394,11 +322,7 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
 
     let mut threads: Vec<ThreadState> = Vec::new();
     let mut cur: Option<usize> = None;
-    let mut st = ThreadState {
-        tid: 0,
-        addr: 0,
-        icount: 0,
-    };
+    let mut st = ThreadState { tid: 0, addr: 0, icount: 0 };
     let (mut pa, mut pi, mut ps, mut pside) = (0usize, 0usize, 0usize, 0usize);
     let mut sides_seen = 0usize;
     let bad = |what: &str| format!("{what} column is malformed");
@@ -426,30 +350,23 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
                     let fresh = *side_col.get(p).ok_or_else(|| bad("side-event"))?;
                     p += 1;
                     let known = threads.iter().position(|t| t.tid == tid);
-                    let c =
-                        match (fresh, known) {
-                            (0, Some(c)) => c,
-                            (1, None) => {
-                                let addr = varint::get(side_col, &mut p)
-                                    .ok_or_else(|| bad("side-event"))?;
-                                let icount = varint::get(side_col, &mut p)
-                                    .ok_or_else(|| bad("side-event"))?;
-                                threads.push(ThreadState { tid, addr, icount });
-                                threads.len() - 1
-                            }
-                            _ => return Err(format!(
-                                "thread record for thread {tid} disagrees with the threads seen"
-                            )),
-                        };
+                    let c = match (fresh, known) {
+                        (0, Some(c)) => c,
+                        (1, None) => {
+                            let addr = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))?;
+                            let icount = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))?;
+                            threads.push(ThreadState { tid, addr, icount });
+                            threads.len() - 1
+                        }
+                        _ => return Err(format!("thread record for thread {tid} disagrees with the threads seen")),
+                    };
                     cur = Some(c);
                     st = threads[c];
                 }
                 tag => {
                     let body_start = p;
-                    let ev =
-                        decode_side(tag, side_col, &mut p, (base + i) as u32).ok_or_else(|| {
-                            format!("side event at column offset {body_start} is malformed")
-                        })?;
+                    let ev = decode_side(tag, side_col, &mut p, (base + i) as u32)
+                        .ok_or_else(|| format!("side event at column offset {body_start} is malformed"))?;
                     batch.side.push(ev);
                     sides_seen += 1;
                 }
@@ -523,9 +440,7 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
         batch.kind.set_len(base + n);
     }
     if sides_seen != n_side {
-        return Err(format!(
-            "block announces {n_side} side events but holds {sides_seen}"
-        ));
+        return Err(format!("block announces {n_side} side events but holds {sides_seen}"));
     }
     Ok((n, n_side))
 }
@@ -546,9 +461,7 @@ fn decode_side(tag: u8, b: &[u8], p: &mut usize, pos: u32) -> Option<SideEvent> 
             SideBody::Syscall(Syscall { kind, args, ret })
         }
         SIDE_MARKER => SideBody::Marker(match k {
-            0 => Marker::ContextSwitch {
-                asid: u32::try_from(varint::get(b, p)?).ok()?,
-            },
+            0 => Marker::ContextSwitch { asid: u32::try_from(varint::get(b, p)?).ok()? },
             1 | 2 => {
                 let peer = u32::try_from(varint::get(b, p)?).ok()?;
                 let bytes = varint::get(b, p)?;
@@ -570,12 +483,7 @@ fn decode_side(tag: u8, b: &[u8], p: &mut usize, pos: u32) -> Option<SideEvent> 
         }),
         _ => return None,
     };
-    Some(SideEvent {
-        pos,
-        tid,
-        icount,
-        body,
-    })
+    Some(SideEvent { pos, tid, icount, body })
 }
 
 /// Parse an [`AccessKind`] letter of the text form.

@@ -49,13 +49,8 @@ impl Intervals {
         if lo >= hi {
             return;
         }
-        let hit: Vec<(u64, u64)> = self
-            .map
-            .range(..hi)
-            .rev()
-            .take_while(|(_, &e)| e > lo)
-            .map(|(&s, &e)| (s, e))
-            .collect();
+        let hit: Vec<(u64, u64)> =
+            self.map.range(..hi).rev().take_while(|(_, &e)| e > lo).map(|(&s, &e)| (s, e)).collect();
         for (s, e) in hit {
             self.map.remove(&s);
             self.total -= e - s;
@@ -109,16 +104,12 @@ impl InfoBuilder {
                 _ => self.info.ifetches += 1,
             }
             self.info.bytes_accessed += b.size[i] as u64;
-            let t = self.info.threads.entry(tid).or_insert(ThreadInfo {
-                accesses: 0,
-                first_icount: ic,
-                last_icount: ic,
-            });
+            let t =
+                self.info.threads.entry(tid).or_insert(ThreadInfo { accesses: 0, first_icount: ic, last_icount: ic });
             t.accesses += 1;
             t.last_icount = t.last_icount.max(ic);
             let page = addr >> 12;
-            self.pages.entry(page >> 9).or_insert([0; 8])[((page >> 6) & 7) as usize] |=
-                1 << (page & 63);
+            self.pages.entry(page >> 9).or_insert([0; 8])[((page >> 6) & 7) as usize] |= 1 << (page & 63);
             self.info.min_addr = Some(self.info.min_addr.map_or(addr, |m| m.min(addr)));
             self.info.max_addr = Some(self.info.max_addr.map_or(addr, |m| m.max(addr)));
         }
@@ -135,11 +126,7 @@ impl InfoBuilder {
         match &s.body {
             SideBody::Marker(m) => *self.info.markers.entry(m.name().to_string()).or_default() += 1,
             SideBody::Syscall(sc) => {
-                *self
-                    .info
-                    .syscalls
-                    .entry(sc.kind.name().to_string())
-                    .or_default() += 1;
+                *self.info.syscalls.entry(sc.kind.name().to_string()).or_default() += 1;
                 let a = sc.args;
                 let ok = sc.ret >= 0 || (sc.ret as u64) < (-4095i64) as u64;
                 if !ok {
@@ -149,9 +136,7 @@ impl InfoBuilder {
                 let page_up = |x: u64| x.saturating_add(4095) & !4095;
                 match sc.kind {
                     SyscallKind::Mmap => self.mapped.insert(ret, ret.saturating_add(page_up(a[1]))),
-                    SyscallKind::Munmap => {
-                        self.mapped.remove(a[0], a[0].saturating_add(page_up(a[1])))
-                    }
+                    SyscallKind::Munmap => self.mapped.remove(a[0], a[0].saturating_add(page_up(a[1]))),
                     SyscallKind::Mremap => {
                         self.mapped.remove(a[0], a[0].saturating_add(page_up(a[1])));
                         self.mapped.insert(ret, ret.saturating_add(page_up(a[2])));
@@ -186,30 +171,19 @@ impl InfoBuilder {
     }
 
     pub fn finish(mut self) -> TraceInfo {
-        self.info.touched_4k_pages = self
-            .pages
-            .values()
-            .map(|w| w.iter().map(|x| x.count_ones() as u64).sum::<u64>())
-            .sum();
+        self.info.touched_4k_pages =
+            self.pages.values().map(|w| w.iter().map(|x| x.count_ones() as u64).sum::<u64>()).sum();
         self.info.touched_2m_regions = self.pages.len() as u64;
         let gig: std::collections::HashSet<u64> = self.pages.keys().map(|r| r >> 9).collect();
         self.info.touched_1g_regions = gig.len() as u64;
         self.info.mapped_bytes = self.mapped.total;
-        self.info.instructions = self
-            .info
-            .threads
-            .values()
-            .map(|t| t.last_icount - t.first_icount)
-            .sum();
+        self.info.instructions = self.info.threads.values().map(|t| t.last_icount - t.first_icount).sum();
         self.info
     }
 }
 
 /// Read a whole source and summarise it. `on_batch` sees each batch (for progress reporting).
-pub fn trace_info(
-    src: &mut dyn EventSource,
-    mut on_batch: impl FnMut(&dyn EventSource),
-) -> Result<TraceInfo> {
+pub fn trace_info(src: &mut dyn EventSource, mut on_batch: impl FnMut(&dyn EventSource)) -> Result<TraceInfo> {
     let mut b = Batch::default();
     let mut builder = InfoBuilder::default();
     while src.next_batch(&mut b)? {

@@ -23,9 +23,7 @@ pub mod workload;
 pub mod writer;
 
 pub use error::{Error, Result};
-pub use event::{
-    Access, AccessKind, Batch, Event, Marker, SideBody, SideEvent, Syscall, SyscallKind,
-};
+pub use event::{Access, AccessKind, Batch, Event, Marker, SideBody, SideEvent, Syscall, SyscallKind};
 pub use format::{Footer, Header};
 pub use reader::TraceReader;
 pub use source::EventSource;

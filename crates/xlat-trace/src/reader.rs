@@ -28,15 +28,9 @@ impl TraceReader<BufReader<File>> {
         let path = path.as_ref();
         let f = File::open(path).map_err(|e| Error::io(path, e))?;
         if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-            return Err(Error::io(
-                path,
-                std::io::Error::other("is a directory, not a trace file"),
-            ));
+            return Err(Error::io(path, std::io::Error::other("is a directory, not a trace file")));
         }
-        TraceReader::new(
-            BufReader::with_capacity(1 << 20, f),
-            path.display().to_string(),
-        )
+        TraceReader::new(BufReader::with_capacity(1 << 20, f), path.display().to_string())
     }
 }
 
@@ -67,20 +61,12 @@ impl<R: Read> TraceReader<R> {
             return Err(Error::BadMagic(name));
         }
         if got < 16 {
-            return Err(Error::Truncated {
-                what: name,
-                accesses: 0,
-            });
+            return Err(Error::Truncated { what: name, accesses: 0 });
         }
         let major = u16::from_le_bytes([fixed[8], fixed[9]]);
         let minor = u16::from_le_bytes([fixed[10], fixed[11]]);
         if major != format::VERSION_MAJOR {
-            return Err(Error::Version {
-                what: name,
-                major,
-                minor,
-                supported: format::VERSION_MAJOR,
-            });
+            return Err(Error::Version { what: name, major, minor, supported: format::VERSION_MAJOR });
         }
         let len = u32::from_le_bytes(fixed[12..16].try_into().unwrap()) as usize;
         if len > 64 << 20 {
@@ -92,19 +78,12 @@ impl<R: Read> TraceReader<R> {
         }
         let mut json = vec![0u8; len + 4];
         if read_full(&mut input, &mut json)? < json.len() {
-            return Err(Error::Truncated {
-                what: name,
-                accesses: 0,
-            });
+            return Err(Error::Truncated { what: name, accesses: 0 });
         }
         let crc = u32::from_le_bytes(json[len..].try_into().unwrap());
         json.truncate(len);
         if crc32fast::hash(&json) != crc {
-            return Err(Error::Corrupt {
-                what: name,
-                offset: 16,
-                detail: "header checksum does not match".into(),
-            });
+            return Err(Error::Corrupt { what: name, offset: 16, detail: "header checksum does not match".into() });
         }
         let header: Header = serde_json::from_slice(&json).map_err(|e| Error::Corrupt {
             what: name.clone(),
@@ -150,18 +129,11 @@ impl<R: Read> TraceReader<R> {
     }
 
     fn corrupt(&self, offset: u64, detail: impl Into<String>) -> Error {
-        Error::Corrupt {
-            what: self.name.clone(),
-            offset,
-            detail: detail.into(),
-        }
+        Error::Corrupt { what: self.name.clone(), offset, detail: detail.into() }
     }
 
     fn truncated(&self) -> Error {
-        Error::Truncated {
-            what: self.name.clone(),
-            accesses: self.accesses,
-        }
+        Error::Truncated { what: self.name.clone(), accesses: self.accesses }
     }
 
     /// Clear `batch` and fill it with the next block. Returns `false` at the end of the trace.
@@ -186,9 +158,7 @@ impl<R: Read> TraceReader<R> {
                 if read_full(&mut self.input, &mut fr)? < 16 {
                     return Err(self.truncated());
                 }
-                let w = |k: usize| {
-                    u32::from_le_bytes(fr[4 * k..4 * k + 4].try_into().unwrap()) as usize
-                };
+                let w = |k: usize| u32::from_le_bytes(fr[4 * k..4 * k + 4].try_into().unwrap()) as usize;
                 let (n_access, n_side, raw_len, comp_len) = (w(0), w(1), w(2), w(3));
                 if raw_len > format::MAX_BLOCK_RAW
                     || comp_len > format::MAX_BLOCK_RAW
@@ -202,18 +172,12 @@ impl<R: Read> TraceReader<R> {
                 }
                 self.raw.clear();
                 self.raw.reserve(raw_len);
-                match self
-                    .decompressor
-                    .decompress_to_buffer(&self.comp, &mut self.raw)
-                {
+                match self.decompressor.decompress_to_buffer(&self.comp, &mut self.raw) {
                     Ok(k) if k == raw_len => {}
                     Ok(_) => return Err(self.corrupt(at, "block decompresses to the wrong size")),
-                    Err(e) => {
-                        return Err(self.corrupt(at, format!("block does not decompress ({e})")))
-                    }
+                    Err(e) => return Err(self.corrupt(at, format!("block does not decompress ({e})"))),
                 }
-                let (n, s) =
-                    format::decode_block(&self.raw, batch).map_err(|d| self.corrupt(at, d))?;
+                let (n, s) = format::decode_block(&self.raw, batch).map_err(|d| self.corrupt(at, d))?;
                 if n != n_access || s != n_side {
                     return Err(self.corrupt(at, "block frame counts disagree with its contents"));
                 }

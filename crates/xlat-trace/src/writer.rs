@@ -59,19 +59,11 @@ impl<W: Write> TraceWriter<W> {
             return Ok(());
         }
         let n = batch.len();
-        if batch.icount.len() != n
-            || batch.tid.len() != n
-            || batch.size.len() != n
-            || batch.kind.len() != n
-        {
-            return Err(Error::InvalidEvent(
-                "batch columns have different lengths".into(),
-            ));
+        if batch.icount.len() != n || batch.tid.len() != n || batch.size.len() != n || batch.kind.len() != n {
+            return Err(Error::InvalidEvent("batch columns have different lengths".into()));
         }
         if batch.side.windows(2).any(|w| w[0].pos > w[1].pos) {
-            return Err(Error::InvalidEvent(
-                "side events are not sorted by position".into(),
-            ));
+            return Err(Error::InvalidEvent("side events are not sorted by position".into()));
         }
         let mut start = 0;
         let mut si = 0;
@@ -98,13 +90,7 @@ impl<W: Write> TraceWriter<W> {
                 break;
             }
             let mut totals = std::mem::take(&mut self.footer.threads);
-            let res = self.encoder.encode(
-                batch,
-                start..end,
-                &self.side_scratch,
-                &mut totals,
-                &mut self.raw,
-            );
+            let res = self.encoder.encode(batch, start..end, &self.side_scratch, &mut totals, &mut self.raw);
             self.footer.threads = totals;
             res.map_err(Error::InvalidEvent)?;
             self.emit_block(end - start)?;
@@ -121,8 +107,7 @@ impl<W: Write> TraceWriter<W> {
         let bound = zstd::zstd_safe::compress_bound(self.raw.len());
         self.comp.clear();
         self.comp.reserve(bound);
-        self.compressor
-            .compress_to_buffer(&self.raw, &mut self.comp)?;
+        self.compressor.compress_to_buffer(&self.raw, &mut self.comp)?;
         let mut frame = [0u8; 17];
         frame[0] = format::TAG_BLOCK;
         frame[1..5].copy_from_slice(&(n_access as u32).to_le_bytes());

@@ -2,16 +2,12 @@
 
 use proptest::prelude::*;
 use xlat_trace::{
-    format, source, text, Access, AccessKind, Batch, Error, Event, Header, Marker, SideBody,
-    Syscall, SyscallKind, TraceReader, TraceWriter,
+    format, source, text, Access, AccessKind, Batch, Error, Event, Header, Marker, SideBody, Syscall, SyscallKind,
+    TraceReader, TraceWriter,
 };
 
 fn arb_kind() -> impl Strategy<Value = AccessKind> {
-    prop_oneof![
-        Just(AccessKind::Load),
-        Just(AccessKind::Store),
-        Just(AccessKind::IFetch)
-    ]
+    prop_oneof![Just(AccessKind::Load), Just(AccessKind::Store), Just(AccessKind::IFetch)]
 }
 
 fn arb_syscall() -> impl Strategy<Value = Syscall> {
@@ -35,32 +31,15 @@ fn arb_marker() -> impl Strategy<Value = Marker> {
 
 #[derive(Debug, Clone)]
 enum Step {
-    Access {
-        tid: u32,
-        dic: u64,
-        kind: AccessKind,
-        addr: u64,
-        size: u16,
-    },
-    Sys {
-        tid: u32,
-        icount: u64,
-        s: Syscall,
-    },
-    Mark {
-        tid: u32,
-        icount: u64,
-        m: Marker,
-    },
+    Access { tid: u32, dic: u64, kind: AccessKind, addr: u64, size: u16 },
+    Sys { tid: u32, icount: u64, s: Syscall },
+    Mark { tid: u32, icount: u64, m: Marker },
 }
 
 fn arb_step() -> impl Strategy<Value = Step> {
     let tid = prop_oneof![Just(1u32), Just(2u32), any::<u32>()];
     let dic = prop_oneof![0u64..8, any::<u32>().prop_map(|x| x as u64)];
-    let addr = prop_oneof![
-        any::<u64>(),
-        (0u64..1 << 20).prop_map(|x| 0x7fff_0000_0000 + x * 8)
-    ];
+    let addr = prop_oneof![any::<u64>(), (0u64..1 << 20).prop_map(|x| 0x7fff_0000_0000 + x * 8)];
     let size = prop_oneof![Just(1u16), Just(8u16), Just(64u16), any::<u16>()];
     prop_oneof![
         8 => (tid.clone(), dic, arb_kind(), addr, size).prop_map(|(tid, dic, kind, addr, size)| Step::Access { tid, dic, kind, addr, size }),
@@ -75,33 +54,13 @@ fn events(steps: &[Step]) -> Vec<Event> {
     steps
         .iter()
         .map(|s| match s.clone() {
-            Step::Access {
-                tid,
-                dic,
-                kind,
-                addr,
-                size,
-            } => {
+            Step::Access { tid, dic, kind, addr, size } => {
                 let c = ic.entry(tid).or_insert(0);
                 *c = c.saturating_add(dic);
-                Event::Access(Access {
-                    addr,
-                    icount: *c,
-                    tid,
-                    size,
-                    kind,
-                })
+                Event::Access(Access { addr, icount: *c, tid, size, kind })
             }
-            Step::Sys { tid, icount, s } => Event::Side {
-                tid,
-                icount,
-                body: SideBody::Syscall(s),
-            },
-            Step::Mark { tid, icount, m } => Event::Side {
-                tid,
-                icount,
-                body: SideBody::Marker(m),
-            },
+            Step::Sys { tid, icount, s } => Event::Side { tid, icount, body: SideBody::Syscall(s) },
+            Step::Mark { tid, icount, m } => Event::Side { tid, icount, body: SideBody::Marker(m) },
         })
         .collect()
 }
@@ -175,14 +134,8 @@ proptest! {
 
 #[test]
 fn empty_wrong_magic_wrong_version() {
-    assert!(matches!(
-        TraceReader::new(&b""[..], "x"),
-        Err(Error::Empty(_))
-    ));
-    assert!(matches!(
-        TraceReader::new(&b"hello world, not a trace"[..], "x"),
-        Err(Error::BadMagic(_))
-    ));
+    assert!(matches!(TraceReader::new(&b""[..], "x"), Err(Error::Empty(_))));
+    assert!(matches!(TraceReader::new(&b"hello world, not a trace"[..], "x"), Err(Error::BadMagic(_))));
     let mut bytes = write(&[], 1);
     bytes[8] = 9; // major version 9
     let e = TraceReader::new(&bytes[..], "x").err().unwrap();
@@ -193,20 +146,8 @@ fn empty_wrong_magic_wrong_version() {
 #[test]
 fn backwards_instruction_count_is_rejected() {
     let mut b = Batch::default();
-    b.push_access(Access {
-        addr: 1,
-        icount: 10,
-        tid: 1,
-        size: 8,
-        kind: AccessKind::Load,
-    });
-    b.push_access(Access {
-        addr: 2,
-        icount: 5,
-        tid: 1,
-        size: 8,
-        kind: AccessKind::Load,
-    });
+    b.push_access(Access { addr: 1, icount: 10, tid: 1, size: 8, kind: AccessKind::Load });
+    b.push_access(Access { addr: 2, icount: 5, tid: 1, size: 8, kind: AccessKind::Load });
     let mut w = TraceWriter::new(Vec::new(), &Header::new("t")).unwrap();
     let e = w.write_batch(&b).unwrap_err();
     assert!(e.to_string().contains("went backwards"), "{e}");
@@ -217,22 +158,9 @@ fn large_batches_split_into_blocks() {
     let mut b = Batch::default();
     let n = format::MAX_BLOCK_ACCESSES + 10;
     for i in 0..n as u64 {
-        b.push_access(Access {
-            addr: i * 64,
-            icount: i,
-            tid: 7,
-            size: 8,
-            kind: AccessKind::Store,
-        });
+        b.push_access(Access { addr: i * 64, icount: i, tid: 7, size: 8, kind: AccessKind::Store });
     }
-    b.push_side(
-        7,
-        n as u64,
-        SideBody::Marker(Marker::Phase {
-            id: 1,
-            name: "end".into(),
-        }),
-    );
+    b.push_side(7, n as u64, SideBody::Marker(Marker::Phase { id: 1, name: "end".into() }));
     let mut w = TraceWriter::new(Vec::new(), &Header::new("t")).unwrap();
     w.write_batch(&b).unwrap();
     let (bytes, footer) = w.finish().unwrap();
@@ -255,11 +183,7 @@ fn generate(spec: &str) -> Vec<u8> {
 #[test]
 fn workloads_are_deterministic_per_seed() {
     for w in xlat_trace::workload::catalog() {
-        let extra = if w.name == "bfs" {
-            "scale=10&"
-        } else {
-            "size=64MiB&"
-        };
+        let extra = if w.name == "bfs" { "scale=10&" } else { "size=64MiB&" };
         let spec = |seed| format!("workload:{}?{extra}accesses=20000&seed={seed}", w.name);
         let a = generate(&spec(1));
         assert_eq!(a, generate(&spec(1)), "{} is not deterministic", w.name);
@@ -275,29 +199,18 @@ fn workloads_are_deterministic_per_seed() {
 #[test]
 fn workload_accesses_fall_inside_mapped_memory() {
     for w in xlat_trace::workload::catalog() {
-        let extra = if w.name == "bfs" {
-            "scale=12"
-        } else {
-            "size=3GiB"
-        };
-        let mut src =
-            source::open(&format!("workload:{}?{extra}&accesses=300000", w.name)).unwrap();
+        let extra = if w.name == "bfs" { "scale=12" } else { "size=3GiB" };
+        let mut src = source::open(&format!("workload:{}?{extra}&accesses=300000", w.name)).unwrap();
         let mut b = Batch::default();
         let mut maps: Vec<(u64, u64)> = Vec::new();
         let mut heap = (0, 0);
         while src.next_batch(&mut b).unwrap() {
             for e in b.events() {
                 match e {
-                    Event::Side {
-                        body: SideBody::Syscall(s),
-                        ..
-                    } if s.kind == SyscallKind::Mmap => {
+                    Event::Side { body: SideBody::Syscall(s), .. } if s.kind == SyscallKind::Mmap => {
                         maps.push((s.ret as u64, s.ret as u64 + s.args[1]))
                     }
-                    Event::Side {
-                        body: SideBody::Syscall(s),
-                        ..
-                    } if s.kind == SyscallKind::Brk => {
+                    Event::Side { body: SideBody::Syscall(s), .. } if s.kind == SyscallKind::Brk => {
                         if s.args[0] == 0 {
                             heap = (s.ret as u64, s.ret as u64)
                         } else {
@@ -305,8 +218,7 @@ fn workload_accesses_fall_inside_mapped_memory() {
                         }
                     }
                     Event::Access(a) => {
-                        let inside =
-                            |(lo, hi): (u64, u64)| a.addr >= lo && a.addr + a.size as u64 <= hi;
+                        let inside = |(lo, hi): (u64, u64)| a.addr >= lo && a.addr + a.size as u64 <= hi;
                         assert!(
                             maps.iter().any(|&m| inside(m)) || inside(heap),
                             "{}: {:#x} is unmapped",

@@ -30,12 +30,7 @@ pub const BFS: super::WorkloadInfo = super::WorkloadInfo {
             default: "18",
             help: "log2 of the vertex count (graph held in memory: ~2^scale * 130 bytes)",
         },
-        ParamSpec {
-            name: "edgefactor",
-            kind: ParamKind::Int,
-            default: "16",
-            help: "edges per vertex",
-        },
+        ParamSpec { name: "edgefactor", kind: ParamKind::Int, default: "16", help: "edges per vertex" },
         ParamSpec {
             name: "a",
             kind: ParamKind::Float,
@@ -83,11 +78,8 @@ fn rmat(scale: u32, edgefactor: u64, a: f64, b: f64, c: f64, seed: u64) -> (Vec<
     let m = n * edgefactor;
     let mut r = rng(seed, 3);
     let perm = Permutation::new(n, seed ^ 0xb5);
-    let (ta, tb, tc) = (
-        (a * 2f64.powi(32)) as u64,
-        ((a + b) * 2f64.powi(32)) as u64,
-        ((a + b + c) * 2f64.powi(32)) as u64,
-    );
+    let (ta, tb, tc) =
+        ((a * 2f64.powi(32)) as u64, ((a + b) * 2f64.powi(32)) as u64, ((a + b + c) * 2f64.powi(32)) as u64);
     let mut edges: Vec<(u32, u32)> = Vec::with_capacity(m as usize);
     for _ in 0..m {
         let (mut u, mut v) = (0u64, 0u64);
@@ -144,17 +136,13 @@ impl Bfs {
         let edgefactor = p.int("edgefactor");
         let (a, b, c) = (p.float("a"), p.float("b"), p.float("c"));
         if !(1..=28).contains(&scale) {
-            return Err(p.error(format!(
-                "scale={scale} must be between 1 and 28 (the graph is held in memory)"
-            )));
+            return Err(p.error(format!("scale={scale} must be between 1 and 28 (the graph is held in memory)")));
         }
         if !(1..=64).contains(&edgefactor) {
             return Err(p.error(format!("edgefactor={edgefactor} must be between 1 and 64")));
         }
         if a < 0.0 || b < 0.0 || c < 0.0 || a + b + c > 1.0 {
-            return Err(p.error(format!(
-                "R-MAT probabilities a={a}, b={b}, c={c} must be >= 0 and sum to at most 1"
-            )));
+            return Err(p.error(format!("R-MAT probabilities a={a}, b={b}, c={c} must be >= 0 and sum to at most 1")));
         }
         let (row, col) = rmat(scale as u32, edgefactor, a, b, c, p.int("seed"));
         let n = 1u64 << scale;

@@ -20,7 +20,12 @@ pub const CHASE: WorkloadInfo = WorkloadInfo {
     help: "dependent pointer chase along one random cycle through all elements (every load depends on the last)",
     params: &[
         ParamSpec { name: "size", kind: ParamKind::Size, default: "1GiB", help: SIZE_HELP },
-        ParamSpec { name: "elem", kind: ParamKind::Size, default: "64", help: "bytes per element (one pointer per element)" },
+        ParamSpec {
+            name: "elem",
+            kind: ParamKind::Size,
+            default: "64",
+            help: "bytes per element (one pointer per element)",
+        },
     ],
 };
 
@@ -42,18 +47,8 @@ pub const STRIDE: WorkloadInfo = WorkloadInfo {
     name: "stride",
     help: "loads at a fixed stride through an array, wrapping around (shifted by 8 bytes per pass)",
     params: &[
-        ParamSpec {
-            name: "size",
-            kind: ParamKind::Size,
-            default: "1GiB",
-            help: SIZE_HELP,
-        },
-        ParamSpec {
-            name: "stride",
-            kind: ParamKind::Size,
-            default: "4096",
-            help: "bytes between consecutive loads",
-        },
+        ParamSpec { name: "size", kind: ParamKind::Size, default: "1GiB", help: SIZE_HELP },
+        ParamSpec { name: "stride", kind: ParamKind::Size, default: "4096", help: "bytes between consecutive loads" },
     ],
 };
 
@@ -63,8 +58,18 @@ pub const ZIPF: WorkloadInfo = WorkloadInfo {
     params: &[
         ParamSpec { name: "size", kind: ParamKind::Size, default: "1GiB", help: SIZE_HELP },
         ParamSpec { name: "elem", kind: ParamKind::Size, default: "64", help: "bytes per element" },
-        ParamSpec { name: "s", kind: ParamKind::Float, default: "0.99", help: "Zipf exponent (0 = uniform; larger = more skew)" },
-        ParamSpec { name: "writes", kind: ParamKind::Float, default: "0", help: "fraction of accesses that are stores" },
+        ParamSpec {
+            name: "s",
+            kind: ParamKind::Float,
+            default: "0.99",
+            help: "Zipf exponent (0 = uniform; larger = more skew)",
+        },
+        ParamSpec {
+            name: "writes",
+            kind: ParamKind::Float,
+            default: "0",
+            help: "fraction of accesses that are stores",
+        },
         ParamSpec {
             name: "scatter",
             kind: ParamKind::Choice(&["element", "none"]),
@@ -91,11 +96,7 @@ impl Gups {
     pub fn new(p: &Params, proc: &mut Proc) -> Result<Gups> {
         let size = p.size("size");
         let words = elements(p, size, 8)?;
-        Ok(Gups {
-            base: proc.malloc(words * 8),
-            words,
-            rng: rng(p.int("seed"), 1),
-        })
+        Ok(Gups { base: proc.malloc(words * 8), words, rng: rng(p.int("seed"), 1) })
     }
 }
 
@@ -122,13 +123,7 @@ impl Chase {
     pub fn new(p: &Params, proc: &mut Proc) -> Result<Chase> {
         let (size, elem) = (p.size("size"), p.size("elem"));
         let n = elements(p, size, elem)?;
-        Ok(Chase {
-            base: proc.malloc(n * elem),
-            elem,
-            perm: Permutation::new(n, p.int("seed")),
-            n,
-            i: 0,
-        })
+        Ok(Chase { base: proc.malloc(n * elem), elem, perm: Permutation::new(n, p.int("seed")), n, i: 0 })
     }
 }
 
@@ -162,17 +157,10 @@ impl Stream {
         };
         let n = p.size("size") / (8 * count);
         if n == 0 {
-            return Err(p.error(format!(
-                "size must hold at least one 8-byte element per array ({count} arrays)"
-            )));
+            return Err(p.error(format!("size must hold at least one 8-byte element per array ({count} arrays)")));
         }
         let arrays = (0..count).map(|_| proc.malloc(n * 8)).collect();
-        Ok(Stream {
-            arrays,
-            n,
-            i: 0,
-            kernel,
-        })
+        Ok(Stream { arrays, n, i: 0, kernel })
     }
 }
 
@@ -227,13 +215,7 @@ impl Stride {
             return Err(p.error(format!("stride={stride} must be smaller than size={size}")));
         }
         let size = size & !7;
-        Ok(Stride {
-            base: proc.malloc(size),
-            size,
-            stride,
-            off: 0,
-            pass: 0,
-        })
+        Ok(Stride { base: proc.malloc(size), size, stride, off: 0, pass: 0 })
     }
 }
 
@@ -272,18 +254,9 @@ impl Zipf {
         if !(0.0..=1.0).contains(&writes) {
             return Err(p.error(format!("writes={writes} must be between 0 and 1")));
         }
-        let dist =
-            rand_distr::Zipf::new(n, s).map_err(|e| p.error(format!("Zipf({n}, {s}): {e}")))?;
-        let perm =
-            (p.str("scatter") == "element").then(|| Permutation::new(n, p.int("seed") ^ 0x5a5a));
-        Ok(Zipf {
-            base: proc.malloc(n * elem),
-            elem,
-            dist,
-            perm,
-            writes,
-            rng: rng(p.int("seed"), 2),
-        })
+        let dist = rand_distr::Zipf::new(n, s).map_err(|e| p.error(format!("Zipf({n}, {s}): {e}")))?;
+        let perm = (p.str("scatter") == "element").then(|| Permutation::new(n, p.int("seed") ^ 0x5a5a));
+        Ok(Zipf { base: proc.malloc(n * elem), elem, dist, perm, writes, rng: rng(p.int("seed"), 2) })
     }
 }
 

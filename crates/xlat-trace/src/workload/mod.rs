@@ -35,14 +35,7 @@ pub use params::COMMON as COMMON_PARAMS;
 
 /// Every workload, in the order `xlat workloads` lists them.
 pub fn catalog() -> &'static [WorkloadInfo] {
-    &[
-        kernels::GUPS,
-        kernels::CHASE,
-        kernels::STREAM,
-        kernels::STRIDE,
-        kernels::ZIPF,
-        bfs::BFS,
-    ]
+    &[kernels::GUPS, kernels::CHASE, kernels::STREAM, kernels::STRIDE, kernels::ZIPF, bfs::BFS]
 }
 
 /// Where the emulated process puts things (x86-64 Linux without ASLR).
@@ -63,14 +56,8 @@ pub struct Proc {
 
 impl Proc {
     fn new() -> Proc {
-        let mut p = Proc {
-            brk: BRK_BASE,
-            heap_top: BRK_BASE,
-            mmap_next: MMAP_TOP,
-            icount: 0,
-            syscalls: Vec::new(),
-            mapped: 0,
-        };
+        let mut p =
+            Proc { brk: BRK_BASE, heap_top: BRK_BASE, mmap_next: MMAP_TOP, icount: 0, syscalls: Vec::new(), mapped: 0 };
         // glibc's first malloc: brk(0), then grow the main arena by 132 KiB.
         p.sys(SyscallKind::Brk, &[0], BRK_BASE as i64);
         p.grow_heap(0x21000);
@@ -81,8 +68,7 @@ impl Proc {
         let mut args = [0u64; 6];
         args[..a.len()].copy_from_slice(a);
         self.icount += 150; // a syscall and its libc wrapper
-        self.syscalls
-            .push((self.icount, Syscall { kind, args, ret }));
+        self.syscalls.push((self.icount, Syscall { kind, args, ret }));
     }
 
     fn grow_heap(&mut self, by: u64) {
@@ -99,11 +85,7 @@ impl Proc {
             self.mmap_next = addr;
             self.mapped += map_len;
             // PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, fd -1.
-            self.sys(
-                SyscallKind::Mmap,
-                &[0, map_len, 3, 0x22, u64::MAX, 0],
-                addr as i64,
-            );
+            self.sys(SyscallKind::Mmap, &[0, map_len, 3, 0x22, u64::MAX, 0], addr as i64);
             addr + 16
         } else {
             let p = (self.brk + 16 + 15) & !15;
@@ -128,13 +110,7 @@ impl Emit<'_> {
     #[inline(always)]
     pub fn access(&mut self, insns: u64, kind: AccessKind, addr: u64, size: u16) {
         *self.icount += insns;
-        self.batch.push_access(Access {
-            addr,
-            icount: *self.icount,
-            tid: TID,
-            size,
-            kind,
-        });
+        self.batch.push_access(Access { addr, icount: *self.icount, tid: TID, size, kind });
     }
     #[inline(always)]
     pub fn load(&mut self, insns: u64, addr: u64) {
@@ -180,20 +156,13 @@ impl Synthetic {
 pub fn open(spec: &str) -> Result<Synthetic> {
     let body = spec.strip_prefix("workload:").unwrap_or(spec);
     let (name, query) = body.split_once('?').unwrap_or((body, ""));
-    let info = catalog()
-        .iter()
-        .find(|w| w.name == name)
-        .ok_or_else(|| Error::Workload {
-            spec: spec.to_string(),
-            detail: format!(
-                "there is no workload named '{name}' (known: {})",
-                catalog()
-                    .iter()
-                    .map(|w| w.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        })?;
+    let info = catalog().iter().find(|w| w.name == name).ok_or_else(|| Error::Workload {
+        spec: spec.to_string(),
+        detail: format!(
+            "there is no workload named '{name}' (known: {})",
+            catalog().iter().map(|w| w.name).collect::<Vec<_>>().join(", ")
+        ),
+    })?;
     let params = Params::parse(spec, name, info.params, query)?;
     let mut proc = Proc::new();
     let gen: Box<dyn Generator> = match name {
@@ -211,12 +180,8 @@ pub fn open(spec: &str) -> Result<Synthetic> {
     header.page_size_hint = 4096;
     header.threads = vec![TID];
     header.metadata.insert("workload".into(), name.into());
-    header
-        .metadata
-        .insert("params".into(), serde_json::Value::Object(params.to_json()));
-    header
-        .metadata
-        .insert("mapped_bytes".into(), proc.mapped.into());
+    header.metadata.insert("params".into(), serde_json::Value::Object(params.to_json()));
+    header.metadata.insert("mapped_bytes".into(), proc.mapped.into());
     Ok(Synthetic {
         header,
         gen,
@@ -248,21 +213,12 @@ impl EventSource for Synthetic {
         }
         self.spill.clear();
         while batch.len() < BATCH && self.emitted + (batch.len() as u64) < self.target {
-            let want =
-                (BATCH - batch.len()).min((self.target - self.emitted) as usize - batch.len());
+            let want = (BATCH - batch.len()).min((self.target - self.emitted) as usize - batch.len());
             let before = batch.len();
-            self.gen.fill(
-                &mut Emit {
-                    batch,
-                    icount: &mut self.icount,
-                },
-                want,
-            );
+            self.gen.fill(&mut Emit { batch, icount: &mut self.icount }, want);
             assert!(batch.len() > before, "a workload generator emitted nothing");
         }
-        let keep = ((self.target - self.emitted) as usize)
-            .min(batch.len())
-            .min(BATCH);
+        let keep = ((self.target - self.emitted) as usize).min(batch.len()).min(BATCH);
         // Move what overshoots this batch (or the total) to the spill buffer / drop it.
         if batch.len() > keep {
             let total_left = (self.target - self.emitted) as usize;
@@ -278,11 +234,7 @@ impl EventSource for Synthetic {
         self.emitted += batch.len() as u64;
         if self.emitted >= self.target && self.spill.is_empty() {
             let ic = batch.icount.last().copied().unwrap_or(self.icount) + 100;
-            let exit = Syscall {
-                kind: SyscallKind::Exit,
-                args: [0; 6],
-                ret: 0,
-            };
+            let exit = Syscall { kind: SyscallKind::Exit, args: [0; 6], ret: 0 };
             batch.push_side(TID, ic, SideBody::Syscall(exit));
             self.finished = true;
         }

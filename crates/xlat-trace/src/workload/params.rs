@@ -23,18 +23,8 @@ pub struct ParamSpec {
 
 /// Parameters every workload takes.
 pub const COMMON: &[ParamSpec] = &[
-    ParamSpec {
-        name: "accesses",
-        kind: ParamKind::Int,
-        default: "1000000",
-        help: "memory accesses to emit",
-    },
-    ParamSpec {
-        name: "seed",
-        kind: ParamKind::Int,
-        default: "1",
-        help: "random seed (same seed, same trace)",
-    },
+    ParamSpec { name: "accesses", kind: ParamKind::Int, default: "1000000", help: "memory accesses to emit" },
+    ParamSpec { name: "seed", kind: ParamKind::Int, default: "1", help: "random seed (same seed, same trace)" },
 ];
 
 /// Parse a byte size such as `8GiB`, `512M`, `4096`.
@@ -63,10 +53,7 @@ pub struct Params {
 
 impl Params {
     pub fn parse(spec: &str, name: &str, own: &[ParamSpec], query: &str) -> Result<Params> {
-        let err = |detail: String| Error::Workload {
-            spec: spec.to_string(),
-            detail,
-        };
+        let err = |detail: String| Error::Workload { spec: spec.to_string(), detail };
         let all: Vec<&ParamSpec> = own.iter().chain(COMMON.iter()).collect();
         let mut values = BTreeMap::new();
         for p in &all {
@@ -74,15 +61,10 @@ impl Params {
         }
         let mut seen = std::collections::HashSet::new();
         for kv in query.split('&').filter(|s| !s.is_empty()) {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| err(format!("'{kv}' is not key=value")))?;
+            let (k, v) = kv.split_once('=').ok_or_else(|| err(format!("'{kv}' is not key=value")))?;
             let p = all.iter().find(|p| p.name == k).ok_or_else(|| {
                 let names: Vec<_> = all.iter().map(|p| p.name).collect();
-                err(format!(
-                    "{name} has no parameter '{k}' (it takes {})",
-                    names.join(", ")
-                ))
+                err(format!("{name} has no parameter '{k}' (it takes {})", names.join(", ")))
             })?;
             if !seen.insert(k) {
                 return Err(err(format!("parameter '{k}' is given twice")));
@@ -104,16 +86,10 @@ impl Params {
                     ParamKind::Float => "a number".to_string(),
                     ParamKind::Choice(c) => format!("one of {}", c.join(", ")),
                 };
-                return Err(err(format!(
-                    "{name} parameter {}={v} is not {want}",
-                    p.name
-                )));
+                return Err(err(format!("{name} parameter {}={v} is not {want}", p.name)));
             }
         }
-        Ok(Params {
-            spec: spec.to_string(),
-            values,
-        })
+        Ok(Params { spec: spec.to_string(), values })
     }
 
     pub fn size(&self, k: &str) -> u64 {
@@ -130,25 +106,15 @@ impl Params {
     }
     /// An error about this spec.
     pub fn error(&self, detail: impl Into<String>) -> Error {
-        Error::Workload {
-            spec: self.spec.clone(),
-            detail: detail.into(),
-        }
+        Error::Workload { spec: self.spec.clone(), detail: detail.into() }
     }
     /// The canonical spec with every parameter spelled out, in name order.
     pub fn canonical(&self, name: &str) -> String {
-        let q: Vec<String> = self
-            .values
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
+        let q: Vec<String> = self.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!("workload:{name}?{}", q.join("&"))
     }
     pub fn to_json(&self) -> serde_json::Map<String, serde_json::Value> {
-        self.values
-            .iter()
-            .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.clone())))
-            .collect()
+        self.values.iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v.clone()))).collect()
     }
 }
 

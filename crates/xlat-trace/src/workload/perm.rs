@@ -26,12 +26,7 @@ impl Permutation {
         for (i, k) in keys.iter_mut().enumerate() {
             *k = mix(seed ^ mix(0x9e3779b97f4a7c15u64.wrapping_mul(i as u64 + 1)));
         }
-        Permutation {
-            n,
-            half,
-            mask: (1u64 << half) - 1,
-            keys,
-        }
+        Permutation { n, half, mask: (1u64 << half) - 1, keys }
     }
 
     #[inline]
@@ -77,12 +72,8 @@ mod tests {
     }
     #[test]
     fn depends_on_seed() {
-        let a: Vec<u64> = (0..100)
-            .map(|x| Permutation::new(100, 1).apply(x))
-            .collect();
-        let b: Vec<u64> = (0..100)
-            .map(|x| Permutation::new(100, 2).apply(x))
-            .collect();
+        let a: Vec<u64> = (0..100).map(|x| Permutation::new(100, 1).apply(x)).collect();
+        let b: Vec<u64> = (0..100).map(|x| Permutation::new(100, 2).apply(x)).collect();
         assert_ne!(a, b);
     }
 }
