@@ -2,6 +2,7 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
+PYDIRS := python tests $(wildcard benches)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: setup demo test lint test-rust test-python bench clean
@@ -15,8 +16,8 @@ demo: setup
 lint: setup
 	cargo fmt --all -- --check
 	cargo clippy --release --workspace --all-targets -- -D warnings
-	$(VENV)/bin/ruff check python tests benches
-	$(VENV)/bin/ruff format --check python tests benches
+	$(VENV)/bin/ruff check $(PYDIRS)
+	$(VENV)/bin/ruff format --check $(PYDIRS)
 
 test-rust: setup
 	cargo test --release --workspace
@@ -28,7 +29,7 @@ test: lint test-rust test-python
 
 bench: setup
 	cargo bench -p xlat-trace --bench decode
-	@for b in benches/*.py; do [ -f "$$b" ] && $(PY) "$$b" || exit 1; done
+	@for b in benches/*.py; do [ -f "$$b" ] || continue; $(PY) "$$b" || exit 1; done
 
 clean:
 	cargo clean
