@@ -292,3 +292,23 @@ def test_sim_pass_through_writes_json(tmp_path, small_trace):
 def test_resource_module_available():
     # The footprint test above relies on ru_maxrss being in KiB (Linux).
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
+
+
+def test_workload_spec_builder():
+    spec = xlat.workload("zipf", size="1GiB", s=1.2, accesses=100)
+    assert spec == "workload:zipf?size=1GiB&s=1.2&accesses=100"
+    assert len(xlat.read_accesses(spec)["addr"]) == 100
+    with pytest.raises(xlat.WorkloadError, match="no parameter 'bogus'"):
+        xlat.workload("zipf", bogus=1)
+    with pytest.raises(xlat.WorkloadError, match="no workload named"):
+        xlat.workload("nope")
+
+
+def test_docstring_examples():
+    import doctest
+
+    import xlat.trace
+
+    for mod in (xlat, xlat.trace):
+        r = doctest.testmod(mod, raise_on_error=False)
+        assert r.failed == 0 and r.attempted > 0, (mod.__name__, r)

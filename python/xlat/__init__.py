@@ -30,6 +30,7 @@ _API = {
     "read_accesses": "xlat.trace",
     "trace_info": "xlat.trace",
     "convert": "xlat.trace",
+    "workload": "xlat.trace",
     "workloads": "xlat.trace",
     "XlatError": "xlat.trace",
     "TraceError": "xlat.trace",
@@ -53,6 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover
         open,
         read_accesses,
         trace_info,
+        workload,
         workloads,
     )
 

@@ -21,6 +21,7 @@ __all__ = [
     "open",
     "read_accesses",
     "trace_info",
+    "workload",
     "workloads",
 ]
 
@@ -125,3 +126,14 @@ def trace_info(spec: str, progress: bool = False) -> dict[str, Any]:
 def workloads() -> list[dict[str, Any]]:
     """The synthetic workloads with their parameters and defaults."""
     return json.loads(_native.workloads())
+
+
+def workload(name: str, **params: Any) -> str:
+    """Build a workload spec, checking the name and parameters now rather than at first use::
+
+    >>> workload("gups", size="8GiB", seed=2, accesses=10**6)
+    'workload:gups?size=8GiB&seed=2&accesses=1000000'
+    """
+    spec = f"workload:{name}" + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
+    _native.Source(spec)  # validates (cheap: nothing is generated until read)
+    return spec
