@@ -43,13 +43,37 @@ fn main() {
         for b in &batches {
             w.write_batch(b).unwrap();
         }
-        let (bytes, footer) = w.finish().unwrap();
+        let (bytes, _) = w.finish().unwrap();
         let enc = n as f64 / (cpu_seconds() - t) / 1e6;
         drop(batches);
+        let name = spec.trim_start_matches("workload:").split('?').next().unwrap();
+        report(name, &bytes, Some(enc), reps);
+    }
+    // Real traces (e.g. written by `xlat trace` in benches/trace_bench.py), comma-separated.
+    for path in std::env::var("XLAT_BENCH_FILES").unwrap_or_default().split(',').filter(|p| !p.is_empty()) {
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                let name = std::path::Path::new(path).file_name().unwrap().to_string_lossy().to_string();
+                report(&name, &bytes, None, reps);
+            }
+            Err(e) => println!("{path}: {e}"),
+        }
+    }
+}
+
+/// Decode `bytes` `reps` times and print the median rate and the size per access.
+fn report(name: &str, bytes: &[u8], enc: Option<f64>, reps: usize) {
+    {
+        let mut b = Batch::default();
+        let footer_accesses = {
+            let mut r = TraceReader::new(bytes, name).unwrap();
+            while r.next_batch(&mut b).unwrap() {}
+            r.footer().unwrap().accesses
+        };
         let mut rates = Vec::new();
         for _ in 0..reps {
             let t = cpu_seconds();
-            let mut r = TraceReader::new(&bytes[..], "bench").unwrap();
+            let mut r = TraceReader::new(bytes, name).unwrap();
             let mut got = 0u64;
             let mut sum = 0u64;
             while r.next_batch(&mut b).unwrap() {
@@ -57,16 +81,16 @@ fn main() {
                 sum = sum.wrapping_add(b.addr.last().copied().unwrap_or(0));
             }
             std::hint::black_box(sum);
-            assert_eq!(got, footer.accesses);
+            assert_eq!(got, footer_accesses);
             rates.push(got as f64 / (cpu_seconds() - t) / 1e6);
         }
         rates.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        let name = spec.trim_start_matches("workload:").split('?').next().unwrap();
+        let enc = enc.map_or("-".to_string(), |e| format!("{e:.1}"));
         println!(
-            "{:<10} {:>14.1} {:>12.2} {:>14.1} {:>12.1}",
+            "{:<10} {:>14.1} {:>12.2} {:>14} {:>12.1}",
             name,
             rates[reps / 2],
-            bytes.len() as f64 / footer.accesses as f64,
+            bytes.len() as f64 / footer_accesses as f64,
             enc,
             bytes.len() as f64 / (1 << 20) as f64
         );
