@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <jemalloc/jemalloc.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <string.h>
 
 #include "mosaic.h"
@@ -96,6 +97,20 @@ static void mos_postfork_child(void) { mos_pools_reinit_locks(); }
 
 bool mos_init_by_me(void) { return mos_state == 1 && init_tid == mos_os_gettid(); }
 
+/* mmap while this thread initialises: jemalloc's bootstrap.  Private anonymous requests come from
+ * the heap pool's break, 2MiB aligned so that jemalloc never has to trim an over-sized mapping. */
+void *mos_mmap_bootstrap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  /* Requests under 2MiB are jemalloc's one-page probes (does MADV_DONTNEED zero memory?), which
+   * must see ordinary 4KB memory to give the right answer: those go to the kernel. */
+  if (mos_pools_ready && mos_init_by_me() && addr == NULL && len >= MOS_PAGE_2M && (flags & MAP_ANONYMOUS) &&
+      (flags & MAP_PRIVATE) &&
+      !(flags & (MAP_FIXED | MAP_HUGETLB)) && prot == (PROT_READ | PROT_WRITE)) {
+    void *p = mos_heap_extend((len + MOS_PAGE_4K - 1) & ~(MOS_PAGE_4K - 1), MOS_PAGE_2M, NULL);
+    if (p) return p;
+  }
+  return mos_os_mmap(addr, len, prot, flags, fd, off);
+}
+
 void mos_init_slow(void) {
   if (mos_state == 2) return;
   if (__sync_bool_compare_and_swap(&mos_state, 0, 1)) {
@@ -104,10 +119,14 @@ void mos_init_slow(void) {
     mos_pools_map(&mos_cfg);
     __sync_synchronize();
     mos_pools_ready = 1;
-    /* Registered before jemalloc registers its own handlers, so that at fork jemalloc's locks are
-     * taken first and ours last (prepare handlers run in reverse order): a thread inside one of
-     * our hooks holds an arena lock and then a pool lock, never the other way round. */
+    /* Our fork handlers are registered before jemalloc registers its own (while it starts, just
+     * below), so that at fork jemalloc's prepare handler runs first and takes the arena locks,
+     * and ours then takes the pool locks.  Threads take a pool lock inside a hook while holding
+     * an arena lock, never the reverse, so this order cannot deadlock.  (glibc keeps the first 48
+     * handlers in static storage, so this call does not allocate.) */
     pthread_atfork(mos_prefork, mos_postfork_parent, mos_postfork_child);
+    /* Starting jemalloc maps its bootstrap memory (base metadata, arena 0's first extents) with
+     * its default hooks; mos_mmap_bootstrap puts those mappings in the heap pool too. */
     attach_jemalloc();
     __sync_synchronize();
     mos_state = 2;

@@ -97,6 +97,7 @@ extern volatile int mos_state; /* 0 = not started, 1 = initialising, 2 = ready *
 extern volatile int mos_pools_ready;
 void mos_init_slow(void);
 bool mos_init_by_me(void); /* true while this thread is inside initialisation */
+void *mos_mmap_bootstrap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 void mos_report_write(const char *what);
 
 /* jemalloc, from Debian's libjemalloc_pic.a with its public names renamed by the Makefile */

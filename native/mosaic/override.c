@@ -68,10 +68,10 @@ EXPORT size_t malloc_usable_size(void *p) { return p ? mos_je_malloc_usable_size
 
 /* ---- system calls ------------------------------------------------------------------------------- */
 
-/* Until the pools exist (only while this thread is initialising them) requests go to the kernel. */
+/* While this thread initialises the library, mappings are jemalloc's bootstrap (core.c). */
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
   mos_ensure_init();
-  if (mos_state != 2) return mos_os_mmap(addr, len, prot, flags, fd, off);
+  if (mos_state != 2) return mos_mmap_bootstrap(addr, len, prot, flags, fd, off);
   return mos_mmap(addr, len, prot, flags, fd, off);
 }
 EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
@@ -79,7 +79,7 @@ EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t o
 }
 EXPORT int munmap(void *addr, size_t len) {
   mos_ensure_init();
-  if (mos_state != 2) return mos_os_munmap(addr, len);
+  if (!mos_pools_ready) return mos_os_munmap(addr, len);
   return mos_munmap(addr, len);
 }
 EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
@@ -91,7 +91,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
     __builtin_va_end(ap);
   }
   mos_ensure_init();
-  if (mos_state != 2) return mos_os_mremap(old, old_len, new_len, flags, new_addr);
+  if (!mos_pools_ready) return mos_os_mremap(old, old_len, new_len, flags, new_addr);
   return mos_mremap(old, old_len, new_len, flags, new_addr);
 }
 EXPORT void *sbrk(intptr_t inc) {

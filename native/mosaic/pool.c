@@ -374,6 +374,30 @@ static uintptr_t take_first_fit(mos_pool_t *p, size_t len) {
   return res;
 }
 
+/* First fit restricted to memory outside hugetlb windows: for mappings whose protection cannot be
+ * applied inside a hugetlb window (mprotect works there only on whole huge pages). */
+static uintptr_t take_first_fit_4k(mos_pool_t *p, size_t len) {
+  uintptr_t res = 0;
+  pthread_mutex_lock(&p->lock);
+  for (size_t i = 0; i < p->free.n && !res; i++) {
+    uintptr_t a = p->free.r[i].start, b = p->free.r[i].end, run = 0;
+    while (a < b) {
+      uintptr_t e = piece_end(p, a, b);
+      const mos_window_t *w = window_at(p, a);
+      if (w && w->backing == MOS_BACK_HUGETLB) run = 0;
+      else {
+        if (!run) run = a;
+        if (e - run >= len) { res = run; break; }
+      }
+      a = e;
+    }
+  }
+  if (res && !rs_remove(&p->free, res, res + len)) res = 0;
+  if (res && res + len - p->start > p->high_water) p->high_water = res + len - p->start;
+  pthread_mutex_unlock(&p->lock);
+  return res;
+}
+
 static void reserve_again(mos_pool_t *p, uintptr_t a, uintptr_t b) {
   (void)p;
   mos_os_mmap((void *)a, b - a, PROT_NONE, ANON_FLAGS | MAP_FIXED, -1, 0);
@@ -520,6 +544,12 @@ void *mos_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
       pthread_mutex_lock(&p->lock);
       rs_insert(&p->free, a, a + rlen);
       pthread_mutex_unlock(&p->lock);
+      if ((a = take_first_fit_4k(p, rlen))) {
+        if (mos_os_mprotect((void *)a, rlen, prot) == 0) return (void *)a;
+        pthread_mutex_lock(&p->lock);
+        rs_insert(&p->free, a, a + rlen);
+        pthread_mutex_unlock(&p->lock);
+      }
     }
     void *r = mos_os_mmap(addr, len, prot, flags, fd, off);
     if (r != MAP_FAILED) note_fallback(p, rlen);
