@@ -14,15 +14,13 @@ import argparse
 import math
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .layout import GIB, MIB, PAGE_NAMES, PAGE_SIZES, Layout, LayoutError, format_size, load_layout, parse_size
+from .layout import PAGE_NAMES, PAGE_SIZES, Layout, LayoutError, format_size, load_layout, parse_size
 
 #: exit status of ``xlat run --verify`` when the program succeeded but the layout was not honoured
 EXIT_NOT_HONOURED = 3
@@ -212,10 +210,12 @@ def mosaic_env(layout: Layout, mode: str = "hugetlb", best_effort: bool = False,
 
 
 def run(layout: Layout | str | Path, argv: list[str], mode: str = "hugetlb", verify: bool = False,
-        best_effort: bool = False, *, report_to=None, stdout=None, stderr=None) -> int:
+        best_effort: bool = False, *, report_to=None, reports: list | None = None, stdout=None,
+        stderr=None) -> int:
     """Run ``argv`` with its memory backed by ``layout``; returns the program's exit status
     (128 + N if killed by signal N).  With ``verify``, a per-window report goes to ``report_to``
-    (default stderr) and a program that succeeded but did not get its layout returns 3.
+    (default stderr), the :class:`VerifyReport` is appended to ``reports`` if given, and a program
+    that succeeded but did not get its layout returns 3.  ``stdout``/``stderr`` go to the program.
 
     Raises :class:`MosaicError` or :class:`LayoutError` (one sentence) before the program starts
     if it cannot be run as asked."""
@@ -248,6 +248,8 @@ def run(layout: Layout | str | Path, argv: list[str], mode: str = "hugetlb", ver
         if verify:
             rep = verify_report(report_dir, proc.pid, layout, mode)
             print(rep.format(), file=report_to or sys.stderr, end="")
+            if reports is not None:
+                reports.append(rep)
             if not rep.honoured and rc == 0:
                 rc = EXIT_NOT_HONOURED
         return rc
