@@ -156,7 +156,10 @@ int main(int argc, char **argv) {
   }
   int st = 0;
   waitpid(pid, &st, 0);
-  CHECK("fork-child-uses-pools", WIFEXITED(st) && WEXITSTATUS(st) == 0, "a forked child allocated outside its pools");
+  char why[128];
+  snprintf(why, sizeof why, "a forked child allocated outside its pools (exit %d, signal %d)",
+           WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  CHECK("fork-child-uses-pools", WIFEXITED(st) && WEXITSTATUS(st) == 0, why);
 
   fflush(stdout);
   pid = fork();
