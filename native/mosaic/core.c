@@ -91,7 +91,51 @@ static void attach_jemalloc(void) {
 
 static void mos_prefork(void) { mos_pools_lock_all(); }
 static void mos_postfork_parent(void) { mos_pools_unlock_all(); }
-static void mos_postfork_child(void) { mos_pools_reinit_locks(); }
+static long read_sysfs_long(const char *path) {
+  char buf[32];
+  int fd = mos_os_open(path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  ssize_t n = mos_os_read(fd, buf, sizeof buf - 1);
+  mos_os_close(fd);
+  if (n <= 0) return -1;
+  long v = 0;
+  for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++) v = v * 10 + (buf[i] - '0');
+  return v;
+}
+
+/* A forked child shares the parent's hugetlb pages copy-on-write, and writes to them at once
+ * (jemalloc's fork handler updates its locks).  Each copy needs a free huge page; without one the
+ * kernel kills the child with SIGBUS.  Say so in one sentence before that happens. */
+static void warn_if_no_cow_headroom(void) {
+  static const struct { size_t page; const char *dir, *msg; } sizes[2] = {
+      {MOS_PAGE_2M, "/sys/kernel/mm/hugepages/hugepages-2048kB/",
+       "this forked child shares 2MB hugetlb pages copy-on-write but no free 2MB huge page is left, "},
+      {MOS_PAGE_1G, "/sys/kernel/mm/hugepages/hugepages-1048576kB/",
+       "this forked child shares 1GB hugetlb pages copy-on-write but no free 1GB huge page is left, "},
+  };
+  for (int s = 0; s < 2; s++) {
+    bool used = false;
+    for (int i = 0; i < MOS_NPOOLS; i++)
+      for (int w = 0; w < mos_cfg.pool[i].nwin; w++)
+        used |= mos_cfg.pool[i].win[w].backing == MOS_BACK_HUGETLB && mos_cfg.pool[i].win[w].page == sizes[s].page;
+    if (!used) continue;
+    char path[96];
+    size_t n = strlen(sizes[s].dir);
+    memcpy(path, sizes[s].dir, n);
+    memcpy(path + n, "free_hugepages", sizeof "free_hugepages");
+    long free_pages = read_sysfs_long(path);
+    memcpy(path + n, "resv_hugepages", sizeof "resv_hugepages");
+    long resv = read_sysfs_long(path);
+    if (free_pages >= 0 && resv >= 0 && free_pages - resv < 1)
+      mos_warn(sizes[s].msg, "so the kernel will kill it (SIGBUS) when it writes to them",
+               " (reserve more with `xlat hugepages reserve`).");
+  }
+}
+
+static void mos_postfork_child(void) {
+  mos_pools_reinit_locks();
+  if (mos_cfg.mode == MOS_MODE_HUGETLB) warn_if_no_cow_headroom();
+}
 
 /* ---- initialisation -------------------------------------------------------------------------------- */
 

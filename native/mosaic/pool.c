@@ -129,17 +129,22 @@ static bool rs_overlaps(const mos_rangeset_t *s, uintptr_t a, uintptr_t b) {
   return i < s->n && s->r[i].start < b;
 }
 
-/* Call fn on each part of [a,b) that is NOT in the set (the allocated parts, for a free set). */
+/* Call fn on each part of [a,b) that is NOT in the set (the allocated parts, for a free set).
+ * The next gap is looked up again after every call, because fn may insert into the set (and
+ * thereby move or reallocate its array). */
 typedef void (*mos_part_fn)(mos_pool_t *, uintptr_t, uintptr_t);
 static void rs_each_gap(mos_pool_t *p, const mos_rangeset_t *s, uintptr_t a, uintptr_t b, mos_part_fn fn) {
-  size_t i = rs_lower(s, a);
   uintptr_t cur = a;
-  /* copy the boundaries first: fn may modify other sets but never s */
-  for (; i < s->n && s->r[i].start < b && cur < b; i++) {
-    if (s->r[i].start > cur) fn(p, cur, s->r[i].start);
-    if (s->r[i].end > cur) cur = s->r[i].end;
+  while (cur < b) {
+    size_t i = rs_lower(s, cur); /* first range ending after cur */
+    if (i < s->n && s->r[i].start <= cur) {
+      cur = s->r[i].end; /* cur is free: skip the free range */
+      continue;
+    }
+    uintptr_t gap_end = (i < s->n && s->r[i].start < b) ? s->r[i].start : b;
+    fn(p, cur, gap_end);
+    cur = gap_end;
   }
-  if (cur < b) fn(p, cur, b);
 }
 
 /* ---- windows --------------------------------------------------------------------------------- */

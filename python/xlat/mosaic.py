@@ -122,6 +122,7 @@ def reserve(amount: int | str, page: str | int = "2MB") -> int:
         _write_int(path, before + count)
         got = _read_int(path) - before
     if got < count:
+        _write_int(path, before)  # all or nothing: give back the pages that were found
         raise MosaicError(
             f"the kernel found only {got} of the {count} {name} huge pages asked for (memory is too "
             f"fragmented; {name} pages are best reserved soon after boot)."
