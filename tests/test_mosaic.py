@@ -40,8 +40,13 @@ def _sentence(stderr: str) -> str:
 
 @pytest.fixture(scope="session")
 def lib():
+    """Build the library from this checkout; point xlat.mosaic at it even when the package under
+    test is installed elsewhere (a wheel in a virtualenv has no _lib/ of its own)."""
     r = subprocess.run(["make", "-s", "-C", str(ROOT / "native" / "mosaic")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+    built = ROOT / "python" / "xlat" / "_lib" / "libxlat_mosaic.so"
+    assert built.is_file()
+    os.environ.setdefault("XLAT_MOSAIC_LIB", str(built))
     return mosaic.library_path()
 
 

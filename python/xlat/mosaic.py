@@ -39,12 +39,13 @@ class MosaicError(Exception):
 
 
 def library_path() -> Path:
-    """Path of libxlat_mosaic.so (``XLAT_MOSAIC_LIB`` overrides the packaged one)."""
+    """Path of libxlat_mosaic.so: ``XLAT_MOSAIC_LIB`` if set, else the one next to this package
+    (``xlat/_lib/``, where ``make -C native/mosaic`` puts it)."""
     env = os.environ.get("XLAT_MOSAIC_LIB")
     path = Path(env) if env else Path(__file__).resolve().parent / "_lib" / "libxlat_mosaic.so"
     if not path.is_file():
         raise MosaicError(f"the mosaic library {path} is not built; run `make -C native/mosaic`.")
-    return path
+    return path.resolve()
 
 
 # ---- huge pages --------------------------------------------------------------------------------------
