@@ -282,6 +282,33 @@ def test_verify_fails_when_layout_not_honoured(lib, hugepages, tmp_path):
     assert "fallback-4KB" in text.getvalue()
 
 
+def test_verify_on_demand_while_running(lib, hugepages, tmp_path):
+    """A running program is verified from its live smaps, and can snapshot itself on demand."""
+    lay = load_layout(LAYOUTS / "mixed.toml")
+    script = (
+        "import ctypes, sys\n"
+        "b = bytearray(200 << 20)\n"
+        "b[::4096] = b'\\x01' * ((200 << 20) // 4096)\n"
+        "ctypes.CDLL(None).xlat_mosaic_report()\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    env = mosaic.mosaic_env(lay, report_dir=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        live = mosaic.verify_live(proc.pid, tmp_path, lay)
+        snap = mosaic.verify_report(tmp_path, proc.pid, lay)
+    finally:
+        proc.stdin.close()
+        proc.wait()
+    for rep in (live, snap):
+        assert rep.honoured, rep.format()
+        heap0 = next(c for c in rep.checks if c.pool == "heap" and c.index == 0)
+        assert heap0.obtained.startswith("1GB") and heap0.hugetlb_kb == 1 << 20
+
+
 def test_check_reads_page_sizes_from_smaps():
     """Hand-made map and smaps: a hugetlb window whose VMA reports 4kB pages is not honoured."""
     lay = parse_layout('version = 1\n[heap]\nsize = "8MiB"\nwindows = [{offset = "2MiB", length = "2MiB", page = "2MB"}]\n'
