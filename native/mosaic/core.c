@@ -243,7 +243,7 @@ void mos_report_write(const char *what) {
   o.n = 0;
   o.fd = open_report("map", pid);
   if (o.fd < 0) return;
-  ob_str(&o, "# xlat mosaic map v1: pool NAME START SIZE BRK FALLBACK_BYTES FALLBACK_COUNT; "
+  ob_str(&o, "# xlat mosaic map v1: pool NAME START SIZE BRK FALLBACK_BYTES FALLBACK_COUNT HIGH_WATER; "
              "window POOL OFFSET LENGTH PAGE BACKING START\n");
   ob_str(&o, "pid ");
   ob_u64(&o, (uint64_t)pid);
@@ -266,6 +266,8 @@ void mos_report_write(const char *what) {
     ob_u64(&o, p->fallback_bytes);
     ob_str(&o, " ");
     ob_u64(&o, p->fallback_count);
+    ob_str(&o, " ");
+    ob_u64(&o, p->high_water);
     ob_str(&o, "\n");
     for (int w = 0; w < p->nwin; w++) {
       ob_str(&o, "window ");

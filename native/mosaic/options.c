@@ -70,10 +70,6 @@ static bool parse_u64(const char **s, uint64_t *out) {
   return true;
 }
 
-static const char *page_name(size_t page) {
-  return page == MOS_PAGE_1G ? "1GB" : page == MOS_PAGE_2M ? "2MB" : "4KB";
-}
-
 static void bad(const char *var, const char *what) { mos_fatal("environment variable ", var, what); }
 
 static void load_pool(mos_pool_t *pool, const char *var, size_t dflt, bool windows_allowed) {
@@ -171,5 +167,4 @@ void mos_options_load(mos_config_t *cfg) {
           p->win[w].page = MOS_PAGE_2M;
         }
   }
-  (void)page_name;
 }

@@ -209,12 +209,10 @@ static void release(mos_pool_t *p, uintptr_t a, uintptr_t b) {
 
 /* ---- mapping the pools at start ---------------------------------------------------------------- */
 
-static const char *pool_msg_name(const mos_pool_t *p) { return p->name; }
-
 static void map_pool(mos_config_t *cfg, mos_pool_t *p) {
   size_t slack = MOS_GiB;
   void *r = mos_os_mmap(NULL, p->size + slack, PROT_NONE, ANON_FLAGS, -1, 0);
-  if (r == MAP_FAILED) mos_fatal("could not reserve address space for the ", pool_msg_name(p), " pool.");
+  if (r == MAP_FAILED) mos_fatal("could not reserve address space for the ", p->name, " pool.");
   uintptr_t start = up((uintptr_t)r, MOS_GiB);
   if (start > (uintptr_t)r) mos_os_munmap(r, start - (uintptr_t)r);
   uintptr_t rend = (uintptr_t)r + p->size + slack;
@@ -257,8 +255,6 @@ static void map_pool(mos_config_t *cfg, mos_pool_t *p) {
     mos_os_mmap(wa, w->length, RW, ANON_FLAGS | MAP_FIXED, -1, 0);
     mos_os_madvise(wa, w->length, MADV_NOHUGEPAGE);
     if (!cfg->best_effort) {
-      char num[32];
-      mos_fmt_u64(num, w->length / w->page);
       mos_fatal(w->page == MOS_PAGE_1G ? "too few free 1GB huge pages to back a window of the "
                                        : "too few free 2MB huge pages to back a window of the ",
                 p->name, " pool (run `xlat hugepages reserve` or pass --best-effort).");

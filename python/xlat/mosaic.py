@@ -323,7 +323,8 @@ def parse_map(text: str) -> MapFile:
             mode = f[1]
         elif f[0] == "pool":
             pools[f[1]] = {"start": int(f[2]), "size": int(f[3]), "brk": int(f[4]),
-                           "fallback_bytes": int(f[5]), "fallback_count": int(f[6])}
+                           "fallback_bytes": int(f[5]), "fallback_count": int(f[6]),
+                           "high_water": int(f[7]) if len(f) > 7 else 0}
         elif f[0] == "window":
             windows[(f[1], int(f[2]))] = {"length": int(f[3]), "page": int(f[4]), "backing": f[5],
                                           "start": int(f[6])}
@@ -354,6 +355,8 @@ class VerifyReport:
     layout_name: str
     checks: list[WindowCheck] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: per pool, the highest offset ever handed out (how much of the pool the program reached)
+    used: dict[str, int] = field(default_factory=dict)
 
     @property
     def honoured(self) -> bool:
@@ -375,10 +378,20 @@ class VerifyReport:
                 f"  {c.pool:5} {win:6} {off:>8} {ln:>8} {c.requested:>5}  {c.obtained:22} "
                 f"{c.rss_kb:>8}kB {c.anon_huge_kb:>8}kB {c.hugetlb_kb:>8}kB  {st}"
             )
+        if self.used:
+            lines.append("  pool use (highest offset reached): " + ", ".join(
+                f"{name} {_human(n)}" for name, n in self.used.items()))
         for p in self.problems:
             lines.append(f"  problem: {p}")
         lines.append("  verdict: layout honoured" if self.honoured else "  verdict: layout NOT honoured")
         return "\n".join(lines) + "\n"
+
+
+def _human(n: int) -> str:
+    for unit, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if n >= unit:
+            return f"{n / unit:.1f}{name}"
+    return f"{n}B"
 
 
 def _overlapping(vmas: list[Vma], a: int, b: int) -> list[Vma]:
@@ -408,6 +421,7 @@ def check(map_text: str, smaps_text: str, layout: Layout, mode: str | None = Non
                 f"{pool.name} pool and were placed by the kernel on 4KB pages."
             )
         base = info["start"]
+        rep.used[pool.name] = info["high_water"]
         huge_ranges = []
         for idx, w in enumerate(pool.windows):
             a, b = base + w.offset, base + w.end
