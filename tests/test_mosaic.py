@@ -52,24 +52,36 @@ def lib():
 
 @pytest.fixture(scope="session")
 def hugepages():
-    """Make sure enough huge pages are free; release what this fixture added at the end."""
+    """Make sure enough huge pages are free; release what this fixture added at the end.  Yields a
+    dict page size -> None if available, else the reason it is not (1GB pages need contiguous
+    memory and may be impossible on a fragmented machine; only the tests that need them skip)."""
     added = {"2MB": 0, "1GB": 0}
+    missing: dict[str, str | None] = {"2MB": None, "1GB": None}
     st = mosaic.status()
     for page, need in (("2MB", NEED_2MB), ("1GB", NEED_1GB)):
         have = st.get(page, {}).get("available", 0)
         if have >= need:
             continue
         if os.geteuid() != 0:
-            pytest.skip(f"needs {need} free {page} huge pages and root to reserve them")
+            missing[page] = f"needs {need} free {page} huge pages and root to reserve them"
+            continue
         try:
             added[page] = mosaic.reserve(need - have, page)
         except mosaic.MosaicError as err:
-            mosaic.release(added["2MB"], "2MB")
-            pytest.skip(str(err))
-    yield mosaic.status()
+            missing[page] = str(err)
+    if missing["2MB"]:
+        pytest.skip(missing["2MB"])
+    yield missing
     for page, n in added.items():
         if n:
             mosaic.release(n, page)
+
+
+def require(layout, hugepages) -> None:
+    """Skip (with the reason) if this machine cannot give ``layout`` its huge pages."""
+    for page, n in layout.huge_pages_needed().items():
+        if n and hugepages.get(page):
+            pytest.skip(hugepages[page])
 
 
 @pytest.fixture(scope="session")
@@ -171,6 +183,7 @@ def test_real_program_identical_output_and_verified_layout(workload, layout_name
         pytest.skip(f"{workload} is not installed (apt-get install {'sqlite3' if workload == 'sqlite3' else 'coreutils'})")
     monkeypatch.setenv("LC_ALL", "C")
     layout = load_layout(LAYOUTS / f"{layout_name}.toml")
+    require(layout, hugepages)
     out = tmp_path / "out"
     reports: list[mosaic.VerifyReport] = []
     text = io.StringIO()
@@ -285,6 +298,7 @@ def test_verify_fails_when_layout_not_honoured(lib, hugepages, tmp_path):
 def test_verify_on_demand_while_running(lib, hugepages, tmp_path):
     """A running program is verified from its live smaps, and can snapshot itself on demand."""
     lay = load_layout(LAYOUTS / "mixed.toml")
+    require(lay, hugepages)
     script = (
         "import ctypes, sys\n"
         "b = bytearray(200 << 20)\n"
