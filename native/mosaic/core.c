@@ -147,7 +147,7 @@ void *mos_mmap_bootstrap(void *addr, size_t len, int prot, int flags, int fd, of
   /* Requests under 2MiB are jemalloc's one-page probes (does MADV_DONTNEED zero memory?), which
    * must see ordinary 4KB memory to give the right answer: those go to the kernel. */
   if (mos_pools_ready && mos_init_by_me() && addr == NULL && len >= MOS_PAGE_2M && (flags & MAP_ANONYMOUS) &&
-      (flags & MAP_PRIVATE) &&
+      (flags & MAP_TYPE) == MAP_PRIVATE &&
       !(flags & (MAP_FIXED | MAP_HUGETLB)) && prot == (PROT_READ | PROT_WRITE)) {
     void *p = mos_heap_extend((len + MOS_PAGE_4K - 1) & ~(MOS_PAGE_4K - 1), MOS_PAGE_2M, NULL);
     if (p) return p;

@@ -37,6 +37,8 @@
 #endif
 
 #define RW (PROT_READ | PROT_WRITE)
+/* MAP_SHARED_VALIDATE (3) has the MAP_PRIVATE bit set: compare the whole mapping type */
+#define IS_PRIVATE(flags) (((flags) & MAP_TYPE) == MAP_PRIVATE)
 #define ANON_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
 
 static inline uintptr_t up(uintptr_t x, size_t a) { return (x + a - 1) & ~(uintptr_t)(a - 1); }
@@ -406,13 +408,31 @@ static void reserve_again(mos_pool_t *p, uintptr_t a, uintptr_t b) {
 
 /* Called with the pool locked, on each allocated part of a range being unmapped. */
 static void free_part_anon(mos_pool_t *p, uintptr_t a, uintptr_t b);
+static void reserve_again(mos_pool_t *p, uintptr_t a, uintptr_t b);
 static void free_part_foreign(mos_pool_t *p, uintptr_t a, uintptr_t b) {
-  /* a foreign mapping was placed here with MAP_FIXED: unmap it and keep the hole reserved; it is
-   * never handed out again because its original backing cannot always be restored (a partial
-   * hugetlb page) */
+  /* A foreign mapping was placed here with MAP_FIXED: unmap it and put the pool's own backing
+   * back, piece by piece.  A piece that cannot get it back (part of a hugetlb page, or no free huge
+   * page any more) stays reserved PROT_NONE and is never handed out again. */
   mos_os_munmap((void *)a, b - a);
-  reserve_again(p, a, b);
   rs_remove(&p->foreign, a, b);
+  while (a < b) {
+    uintptr_t e = piece_end(p, a, b);
+    const mos_window_t *w = window_at(p, a);
+    int backing = w ? w->backing : MOS_BACK_4K;
+    bool ok = false;
+    if (backing == MOS_BACK_HUGETLB) {
+      int hflag = w->page == MOS_PAGE_1G ? MAP_HUGE_1GB : MAP_HUGE_2MB;
+      ok = a % w->page == 0 && e % w->page == 0 &&
+           mos_os_mmap((void *)a, e - a, RW, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_HUGETLB | hflag, -1, 0) !=
+               MAP_FAILED;
+    } else {
+      ok = mos_os_mmap((void *)a, e - a, RW, ANON_FLAGS | MAP_FIXED, -1, 0) != MAP_FAILED;
+      if (ok) mos_os_madvise((void *)a, e - a, backing == MOS_BACK_THP ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+    }
+    if (!ok) reserve_again(p, a, e);
+    else if (p->kind == MOS_ANON) rs_insert(&p->free, a, e);
+    a = e;
+  }
 }
 static void free_part_plain(mos_pool_t *p, uintptr_t a, uintptr_t b) {
   release(p, a, b);
@@ -478,7 +498,7 @@ int mos_munmap(void *addr, size_t len) {
 
 /* MAP_FIXED (or MAP_FIXED_NOREPLACE) into a pool. */
 static void *fixed_into_pool(mos_pool_t *p, uintptr_t a, uintptr_t b, int prot, int flags, int fd, off_t off) {
-  bool private_anon = (flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE) && !(flags & MAP_HUGETLB);
+  bool private_anon = (flags & MAP_ANONYMOUS) && IS_PRIVATE(flags) && !(flags & MAP_HUGETLB);
   pthread_mutex_lock(&p->lock);
   if (flags & MAP_FIXED_NOREPLACE) {
     bool all_free = p->kind != MOS_HEAP && rs_covers(&p->free, a, b);
@@ -488,12 +508,14 @@ static void *fixed_into_pool(mos_pool_t *p, uintptr_t a, uintptr_t b, int prot, 
       return MAP_FAILED;
     }
   }
-  if (private_anon && p->kind != MOS_FILE && !rs_overlaps(&p->foreign, a, b)) {
-    /* replace pool memory by fresh pool memory: zero it and apply the protection */
+  /* Replace pool memory by fresh pool memory: zero it and apply the protection.  Where the
+   * protection cannot be applied (part of a hugetlb page), the kernel maps the range instead. */
+  if (private_anon && p->kind != MOS_FILE && !rs_overlaps(&p->foreign, a, b) &&
+      (prot == RW || mos_os_mprotect((void *)a, b - a, prot) == 0)) {
     rs_each_gap(p, &p->free, a, b, release); /* allocated parts hold old data */
+    if (prot != RW) mos_os_mprotect((void *)a, b - a, prot); /* release made them read-write */
     if (p->kind == MOS_ANON) rs_remove(&p->free, a, b);
     pthread_mutex_unlock(&p->lock);
-    if (prot != RW && mos_os_mprotect((void *)a, b - a, prot) != 0) return MAP_FAILED;
     return (void *)a;
   }
   void *r = mos_os_mmap((void *)a, b - a, prot, (flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED, fd, off);
@@ -531,7 +553,7 @@ void *mos_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     return mos_os_mmap(addr, len, prot, flags, fd, off);
   }
   /* shared, huge-page, stack-like and 32-bit mappings keep their kernel semantics */
-  if ((flags & (MAP_HUGETLB | MAP_GROWSDOWN | MAP_32BIT)) || ((flags & MAP_ANONYMOUS) && !(flags & MAP_PRIVATE)))
+  if ((flags & (MAP_HUGETLB | MAP_GROWSDOWN | MAP_32BIT)) || ((flags & MAP_ANONYMOUS) && !IS_PRIVATE(flags)))
     return mos_os_mmap(addr, len, prot, flags, fd, off);
 
   if (flags & MAP_ANONYMOUS) {

@@ -131,6 +131,38 @@ int main(int argc, char **argv) {
   CHECK("mmap-anon-readonly", ro != MAP_FAILED && ((unsigned char *)ro)[100] == 0, "read-only mapping failed");
   munmap(ro, 1 << 20);
 
+  /* MAP_FIXED over memory the program got from the anon pool: anonymous (fresh, zeroed) and a file */
+  unsigned char *r4 = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  memset(r4, 0x5A, 4 << 20);
+  unsigned char *fx = mmap(r4 + (1 << 20), 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  int fz = fx == r4 + (1 << 20);
+  for (size_t i = 0; fz && i < (1u << 20); i += 4096) fz &= fx[i] == 0;
+  CHECK("mmap-fixed-anon-in-pool", fz && r4[0] == 0x5A && r4[2 << 20] == 0x5A && in_pool(ANON, fx, 1 << 20),
+        "MAP_FIXED anonymous mapping inside the pool is not fresh zeroed memory");
+  int efd = open(argv[0], O_RDONLY);
+  unsigned char fhead[16];
+  ssize_t fgot = read(efd, fhead, sizeof fhead);
+  /* over whole 2MB pages: inside a hugetlb window, as for any hugetlb memory, the kernel replaces
+   * only whole huge pages */
+  unsigned char *r8 = mmap(NULL, 8 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  unsigned char *at = (unsigned char *)(((uintptr_t)r8 + (2 << 20) - 1) & ~(uintptr_t)((2 << 20) - 1));
+  unsigned char *ff = mmap(at, 2 << 20, PROT_READ, MAP_PRIVATE | MAP_FIXED, efd, 0);
+  CHECK("mmap-fixed-file-over-pool", ff == at && fgot == 16 && !memcmp(ff, fhead, 16),
+        "MAP_FIXED file mapping over pool memory failed");
+  close(efd);
+  munmap(r8, 8 << 20);
+  munmap(r4, 4 << 20);
+  int *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  *shared = 0;
+  if (fork() == 0) {
+    *shared = 42;
+    _exit(0);
+  }
+  wait(NULL);
+  CHECK("mmap-shared-anon-stays-shared", *shared == 42 && !in_pool(ANON, shared, 4096),
+        "a shared anonymous mapping was not shared with the child");
+  munmap(shared, 4096);
+
   int fd = open(argv[0], O_RDONLY);
   char head[64];
   ssize_t got = read(fd, head, sizeof head);
