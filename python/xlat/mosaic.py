@@ -271,7 +271,7 @@ class Vma:
     rss_kb: int = 0
     anon_huge_kb: int = 0
     hugetlb_kb: int = 0
-    thp_eligible: int = 0
+    thp_eligible: int | None = None  # None: the kernel does not report THPeligible
 
 
 def parse_smaps(text: str) -> list[Vma]:
@@ -445,7 +445,7 @@ def check(map_text: str, smaps_text: str, layout: Layout, mode: str | None = Non
                 elif htlb == 0:
                     note = "reserved, untouched"
             elif backing == "thp":
-                ok = all(v.thp_eligible for v in ov) and ahp >= rss
+                ok = all(v.thp_eligible != 0 for v in ov) and ahp >= rss
                 obtained = f"{format_size(ahp * 1024) if ahp else '0'} in 2MB THPs"
                 if rss == 0:
                     note = "untouched"
