@@ -3,7 +3,8 @@
 1. Allocator throughput on a malloc-heavy program (benches/mosaic_progs/malloc_bench.c), 1 and 2
    threads: glibc malloc, libxlat_mosaic.so (all-4KB layout), and for reference the two proven cores
    considered for it, Debian's jemalloc 5.3 and mimalloc 2.0.9 preloaded as-is.  Target: the mosaic
-   allocator within 10% of glibc (it is well above it).
+   allocator within 10% of glibc (it is well above it).  Then the CPU time of two malloc-heavy
+   real programs (tests/mosaic_progs/mt_alloc.c and a python3 dict build), glibc against mosaic.
 2. Time per dependent random read over a 2 GiB region (benches/mosaic_progs/chase.c) under layouts
    that put the region on 4KB, 2MB and 1GB pages, plus plain mmap without the library.
 
@@ -44,9 +45,11 @@ def build(tmp: Path) -> dict[str, str]:
     if r.returncode:
         sys.exit(f"mosaic_bench: building the mosaic library failed:\n{r.stderr}")
     out = {}
-    for name in ("malloc_bench", "chase"):
+    sources = {"malloc_bench": PROGS / "malloc_bench.c", "chase": PROGS / "chase.c",
+               "mt_alloc": ROOT / "tests" / "mosaic_progs" / "mt_alloc.c"}
+    for name, src in sources.items():
         exe = tmp / name
-        subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(PROGS / f"{name}.c")], check=True)
+        subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(src)], check=True)
         out[name] = str(exe)
     return out
 
@@ -84,6 +87,36 @@ def malloc_table(exe: str, reps: int, ops: int) -> None:
             base.setdefault(threads, mops)
             row.append(f"{mops:9.1f} M/s {mops / base[threads] - 1:+8.0%}")
         print(f"  {name:34} {row[0]:>22} {row[1]:>22}")
+    print()
+
+
+PY_DICT = "d = {str(i): [i] for i in range(1_500_000)}; print(sum(len(k) for k in d))"
+
+
+def programs_table(mt_alloc: str, reps: int) -> None:
+    """CPU time (user + system, all threads) of malloc-heavy real programs: glibc against the mosaic
+    allocator (all-4KB).  CPU time rather than wall time, because this machine is shared."""
+    import resource
+
+    all4k = parse_layout('version = 1\nname = "all-4KB"\n')
+    envs = {"glibc": plain_env(), "xlat mosaic": mosaic.mosaic_env(all4k, base=plain_env())}
+    progs = {
+        "mt_alloc, 2 threads x 1M ops": [mt_alloc, "2", "1000000"],
+        "python3: dict of 1.5M lists": [sys.executable, "-c", PY_DICT],
+    }
+    print(f"Real programs: CPU time (user+sys), median of {reps} runs")
+    print(f"  {'program':34} {'glibc':>9} {'mosaic':>9} {'mosaic vs glibc':>16}")
+    for name, argv in progs.items():
+        t = {}
+        for alloc, env in envs.items():
+            samples = []
+            for _ in range(reps):
+                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                run_env(argv, env)
+                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                samples.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+            t[alloc] = statistics.median(samples)
+        print(f"  {name:34} {t['glibc']:8.2f}s {t['xlat mosaic']:8.2f}s {t['xlat mosaic'] / t['glibc'] - 1:+15.0%}")
     print()
 
 
@@ -146,9 +179,11 @@ def main() -> int:
         exes = build(Path(tmp))
         if args.quick:
             malloc_table(exes["malloc_bench"], reps=1, ops=2_000_000)
+            programs_table(exes["mt_alloc"], reps=1)
             chase_table(exes["chase"], procs=1, steps=1_000_000, reps=1)
         else:
             malloc_table(exes["malloc_bench"], reps=5, ops=10_000_000)
+            programs_table(exes["mt_alloc"], reps=5)
             chase_table(exes["chase"], procs=2, steps=4_000_000, reps=3)
     return 0
 
