@@ -75,14 +75,16 @@ def malloc_table(exe: str, reps: int, ops: int) -> None:
     for name, lib in DEBIAN_LIBS.items():
         if os.path.exists(lib):
             configs[name] = dict(plain_env(), LD_PRELOAD=lib)
-    print(f"Allocator throughput: malloc_bench, {ops // 10**6}M malloc+free per thread, median of {reps} runs")
+    print(f"Allocator throughput: malloc_bench, {ops // 10**6}M malloc+free per thread, median of {reps} runs,")
+    print("  in million malloc+free per second of CPU time (all threads; wall time on a shared machine")
+    print("  also counts other processes)")
     print(f"  {'allocator':34} {'1 thread':>12} {'vs glibc':>9} {'2 threads':>12} {'vs glibc':>9}")
     base = {}
     for name, env in configs.items():
         row = []
         for threads in (1, 2):
             mops = statistics.median(
-                values(run_env([exe, str(threads), str(ops)], env), "mops")[0] for _ in range(reps)
+                values(run_env([exe, str(threads), str(ops)], env), "cpu_mops")[0] for _ in range(reps)
             )
             base.setdefault(threads, mops)
             row.append(f"{mops:9.1f} M/s {mops / base[threads] - 1:+8.0%}")
@@ -132,11 +134,15 @@ def chase_layout(page: str) -> str:
 def chase_table(exe: str, procs: int, steps: int, reps: int) -> None:
     print(f"Dependent random reads over a {REGION_MIB // 1024} GiB region: ns per read, median of "
           f"{procs} runs x {reps} walks of {steps // 10**6}M steps")
+    print(f"  {'backing':34} {'cpu time':>11} {'wall time':>11}")
     argv = [exe, str(REGION_MIB), str(steps), str(reps)]
-    samples = []
+    samples, wall = [], []
     for _ in range(procs):
-        samples += values(run_env(argv, plain_env()), "ns")
-    print(f"  {'plain mmap, no preload (4KB)':34} {statistics.median(samples):8.1f} ns")
+        text = run_env(argv, plain_env())
+        samples += values(text, "cpu_ns")
+        wall += values(text, "ns")
+    print(f"  {'plain mmap, no preload (4KB)':34} {statistics.median(samples):8.1f} ns "
+          f"{statistics.median(wall):8.1f} ns")
     added: dict[str, int] = {"2MB": 0, "1GB": 0}
     try:
         for page in ("4KB", "2MB", "1GB"):
@@ -150,7 +156,7 @@ def chase_table(exe: str, procs: int, steps: int, reps: int) -> None:
                     except mosaic.MosaicError as err:
                         print(f"  {'xlat mosaic, region on ' + page:34} skipped: {err}")
                         continue
-            samples, verified = [], True
+            samples, wall, verified = [], [], True
             for _ in range(procs):
                 reports: list = []
                 with tempfile.TemporaryFile() as out:
@@ -161,9 +167,11 @@ def chase_table(exe: str, procs: int, steps: int, reps: int) -> None:
                 if rc:
                     raise RuntimeError(f"chase under {page} failed with status {rc}")
                 verified &= reports[0].honoured
-                samples += values(text, "ns")
+                samples += values(text, "cpu_ns")
+                wall += values(text, "ns")
             note = "verified from smaps" if verified else "LAYOUT NOT HONOURED"
-            print(f"  {'xlat mosaic, region on ' + page:34} {statistics.median(samples):8.1f} ns   ({note})")
+            print(f"  {'xlat mosaic, region on ' + page:34} {statistics.median(samples):8.1f} ns "
+                  f"{statistics.median(wall):8.1f} ns   ({note})")
     finally:
         for page, n in added.items():
             if n:
