@@ -160,9 +160,8 @@ def chase_table(exe: str, procs: int, steps: int, reps: int) -> None:
             samples, wall, verified = [], [], True
             for _ in range(procs):
                 reports: list = []
-                with tempfile.TemporaryFile() as out:
-                    rc = mosaic.run(lay, argv, verify=True, reports=reports, report_to=open(os.devnull, "w"),
-                                    stdout=out)
+                with tempfile.TemporaryFile() as out, open(os.devnull, "w") as quiet:
+                    rc = mosaic.run(lay, argv, verify=True, reports=reports, report_to=quiet, stdout=out)
                     out.seek(0)
                     text = out.read().decode()
                 if rc:

@@ -327,6 +327,7 @@ def test_verify_on_demand_while_running(lib, hugepages, tmp_path):
     finally:
         proc.stdin.close()
         proc.wait()
+        proc.stdout.close()
     for rep in (live, snap):
         assert rep.honoured, rep.format()
         heap0 = next(c for c in rep.checks if c.pool == "heap" and c.index == 0)
