@@ -17,7 +17,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from xlat import mosaic
 from xlat.layout import GIB, MIB, load_layout, parse_layout
 
@@ -181,7 +180,8 @@ LAYOUT_NAMES = ["all-4KB", "all-2MB", "mixed", "all-2MB-thp"]
 def test_real_program_identical_output_and_verified_layout(workload, layout_name, workloads, expected,
                                                            hugepages, tmp_path, monkeypatch):
     if workload not in workloads:
-        pytest.skip(f"{workload} is not installed (apt-get install {'sqlite3' if workload == 'sqlite3' else 'coreutils'})")
+        package = "sqlite3" if workload == "sqlite3" else "coreutils"
+        pytest.skip(f"{workload} is not installed (apt-get install {package})")
     monkeypatch.setenv("LC_ALL", "C")
     mode = "thp" if layout_name.endswith("-thp") else "hugetlb"
     layout = load_layout(LAYOUTS / f"{layout_name.removesuffix('-thp')}.toml")
@@ -269,7 +269,8 @@ def test_thp_mode_windows_get_transparent_huge_pages(lib, tmp_path):
     if "[never]" in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text():
         pytest.skip("transparent huge pages are disabled on this machine")
     lay = parse_layout(
-        'version = 1\nname = "thp"\n[heap]\nsize = "1GiB"\nwindows = [{offset = "0", length = "512MiB", page = "2MB"}]\n'
+        'version = 1\nname = "thp"\n[heap]\nsize = "1GiB"\n'
+        'windows = [{offset = "0", length = "512MiB", page = "2MB"}]\n'
         '[anon]\nsize = "1GiB"\nwindows = [{offset = "0", length = "256MiB", page = "2MB"}]\n'
     )
     script = "b = bytearray(300 << 20)\nb[::4096] = b'\\x01' * ((300 << 20) // 4096)\nprint(sum(b[::4096]))\n"
@@ -336,7 +337,8 @@ def test_verify_on_demand_while_running(lib, hugepages, tmp_path):
 
 def test_check_reads_page_sizes_from_smaps():
     """Hand-made map and smaps: a hugetlb window whose VMA reports 4kB pages is not honoured."""
-    lay = parse_layout('version = 1\n[heap]\nsize = "8MiB"\nwindows = [{offset = "2MiB", length = "2MiB", page = "2MB"}]\n'
+    lay = parse_layout('version = 1\n[heap]\nsize = "8MiB"\n'
+                       'windows = [{offset = "2MiB", length = "2MiB", page = "2MB"}]\n'
                        '[anon]\nsize = "2MiB"\n[file]\nsize = "2MiB"\n')
     base = 0x7F0000000000
     map_text = (f"pid 42\nmode hugetlb\npool heap {base} {8 * MIB} {base} 0 0\n"
@@ -372,7 +374,8 @@ def _cli(*args, **kw):
 
 BAD_LAYOUTS = {
     "overlapping": ('[heap]\nsize = "4GiB"\nwindows = [{offset = "0", length = "1GiB", page = "2MB"},'
-                    ' {offset = "1GiB", length = "2MiB", page = "2MB"}, {offset = "2MiB", length = "2MiB", page = "2MB"}]',
+                    ' {offset = "1GiB", length = "2MiB", page = "2MB"},'
+                    ' {offset = "2MiB", length = "2MiB", page = "2MB"}]',
                     "overlaps window 0"),
     "misaligned-2MB": ('[anon]\nsize = "4GiB"\nwindows = [{offset = "3MiB", length = "2MiB", page = "2MB"}]',
                        "is not a multiple of the 2MB page size"),
@@ -427,7 +430,8 @@ def test_cli_hugepages_status(lib):
 
 def test_library_validates_its_environment_again(lib):
     """Preloaded by hand with a bad layout, the library refuses to start the program."""
-    env = dict(os.environ, LD_PRELOAD=str(lib), XLAT_MOSAIC_HEAP=f"{GIB} 0:{4 * MIB}:{2 * MIB} {2 * MIB}:{2 * MIB}:{2 * MIB}")
+    overlapping = f"{GIB} 0:{4 * MIB}:{2 * MIB} {2 * MIB}:{2 * MIB}:{2 * MIB}"
+    env = dict(os.environ, LD_PRELOAD=str(lib), XLAT_MOSAIC_HEAP=overlapping)
     r = subprocess.run(["true"], env=env, capture_output=True, text=True)
     assert r.returncode == 127
     assert _sentence(r.stderr) == "xlat-mosaic: environment variable XLAT_MOSAIC_HEAP has overlapping windows."

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -227,7 +228,7 @@ def _parse_pool(name: str, raw: Any, src: str) -> Pool:
                 f"{format_size(w.length)} ends beyond the pool size {format_size(size)}."
             )
     order = sorted(range(len(windows)), key=lambda k: windows[k].offset)
-    for a, b in zip(order, order[1:]):
+    for a, b in pairwise(order):
         if windows[a].end > windows[b].offset:
             lo, hi = sorted((a, b))
             raise LayoutError(
