@@ -90,7 +90,7 @@ def progs(tmp_path_factory, lib):
         pytest.skip("no C compiler (apt-get install gcc)")
     out = tmp_path_factory.mktemp("progs")
     built = {}
-    for name in ("mt_alloc", "probe"):
+    for name in ("mt_alloc", "probe", "mmap_stress"):
         exe = out / name
         subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(PROGS / f"{name}.c"), "-ldl"], check=True)
         built[name] = str(exe)
@@ -250,6 +250,21 @@ def test_pools_serve_threads_fork_and_exec(progs, hugepages):
                  "fork-child-uses-pools", "exec-child-heap", "exec-gets-fresh-pools",
                  "mmap-anon-first-fit-reuse-zeroed", "mremap-grow"):
         assert f"ok {name}" in lines
+    assert reports[0].honoured, reports[0].format()
+
+
+@pytest.mark.parametrize("layout_name", ["all-4KB", "fork-2MB"])
+def test_anon_pool_under_random_mmap_munmap_mremap_from_threads(layout_name, progs, hugepages, tmp_path):
+    """First fit, partial unmaps, MAP_FIXED replacement and mremap from 4 threads: fresh memory is
+    always zero and live memory keeps its contents (mmap_stress.c counts every violation)."""
+    lay = load_layout(LAYOUTS / "all-4KB.toml") if layout_name == "all-4KB" else parse_layout(FORK_LAYOUT)
+    reports: list = []
+    with open(tmp_path / "out", "wb") as fh:
+        rc = mosaic.run(lay, [progs["mmap_stress"], "4", "8000"], verify=True, reports=reports,
+                        report_to=io.StringIO(), stdout=fh)
+    out = (tmp_path / "out").read_text()
+    assert rc == 0, out
+    assert out == "".join(f"thread {i} ops 8000 errors 0\n" for i in range(4))
     assert reports[0].honoured, reports[0].format()
 
 
