@@ -350,6 +350,18 @@ def test_verify_on_demand_while_running(lib, hugepages, tmp_path):
         assert heap0.obtained.startswith("1GB") and heap0.hugetlb_kb == 1 << 20
 
 
+def test_best_effort_thp_with_1gb_window_runs_but_is_not_honoured(lib, tmp_path):
+    """thp mode cannot make 1GB pages: with --best-effort the program runs on 2MB pages there, and
+    verify says the layout was not honoured."""
+    text = io.StringIO()
+    with open(tmp_path / "out", "wb") as fh:
+        rc = mosaic.run(LAYOUTS / "all-1GB.toml", [sys.executable, "-c", "print(len(bytearray(64 << 20)))"],
+                        mode="thp", verify=True, best_effort=True, report_to=text, stdout=fh)
+    assert rc == mosaic.EXIT_NOT_HONOURED
+    assert (tmp_path / "out").read_text() == f"{64 << 20}\n"
+    assert "thp mode has no 1GB pages" in text.getvalue()
+
+
 def test_check_reads_page_sizes_from_smaps():
     """Hand-made map and smaps: a hugetlb window whose VMA reports 4kB pages is not honoured."""
     lay = parse_layout('version = 1\n[heap]\nsize = "8MiB"\n'

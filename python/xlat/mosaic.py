@@ -445,9 +445,11 @@ def check(map_text: str, smaps_text: str, layout: Layout, mode: str | None = Non
                 elif htlb == 0:
                     note = "reserved, untouched"
             elif backing == "thp":
-                ok = all(v.thp_eligible != 0 for v in ov) and ahp >= rss
+                ok = all(v.thp_eligible != 0 for v in ov) and ahp >= rss and w.page_name == "2MB"
                 obtained = f"{format_size(ahp * 1024) if ahp else '0'} in 2MB THPs"
-                if rss == 0:
+                if w.page_name != "2MB":
+                    note = "thp mode has no 1GB pages (best effort gave 2MB)"
+                elif rss == 0:
                     note = "untouched"
                 elif ahp < rss:
                     note = f"{rss - ahp}kB on 4KB pages"
