@@ -234,8 +234,8 @@ def run(layout: Layout | str | Path, argv: list[str], mode: str = "hugetlb", ver
     env = mosaic_env(layout, mode, best_effort, report_dir)
     try:
         try:
-            proc = subprocess.Popen([prog, *argv[1:]], env=env, stdout=stdout, stderr=stderr,
-                                    executable=prog)
+            # argv[0] as the user wrote it (some programs look at it), the resolved path to exec
+            proc = subprocess.Popen(list(argv), env=env, stdout=stdout, stderr=stderr, executable=prog)
         except OSError as err:
             raise MosaicError(f"program '{argv[0]}' could not be started ({err.strerror}).") from None
         while True:
