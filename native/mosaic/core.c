@@ -1,0 +1,322 @@
+/* core.c -- initialisation, the allocator core and the report.
+ *
+ * The allocator core is jemalloc 5.3.0 from Debian's libjemalloc_pic.a (the Makefile renames its
+ * public symbols to mos_je_* so that they do not clash with our overrides).  jemalloc asks for
+ * memory through extent hooks; ours carve every extent from the heap pool's program break, exactly
+ * as glibc's morecore extended the heap for the original Mosalloc (seed 002, V).  Extents are never
+ * given back (dalloc opts out, as Mosalloc freed only from the top); jemalloc keeps and reuses them.
+ * Purging is allowed only on 4KB ranges, where MADV_DONTNEED cannot split or free a huge page.
+ * docs/mosaic.md has the measurements behind the choice of jemalloc. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jemalloc/jemalloc.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <string.h>
+
+#include "mosaic.h"
+#include "os.h"
+
+mos_config_t mos_cfg;
+volatile int mos_state;
+volatile int mos_pools_ready;
+static volatile pid_t init_tid;
+
+/* jemalloc options: no separate arena for huge allocations (it would be created with default hooks,
+ * i.e. outside the heap pool), and no lazy purging (we offer no purge_lazy hook). */
+const char *mos_je_malloc_conf = "oversize_threshold:0,muzzy_decay_ms:0";
+
+/* ---- extent hooks -------------------------------------------------------------------------------- */
+
+static void *ext_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t alignment, bool *zero, bool *commit,
+                       unsigned arena) {
+  (void)h, (void)arena;
+  void *p = mos_heap_extend(size, alignment, new_addr);
+  if (!p) return NULL;
+  *zero = true; /* fresh, or zeroed when it was given back by a brk shrink */
+  *commit = true;
+  return p;
+}
+static bool ext_dalloc(extent_hooks_t *h, void *a, size_t s, bool c, unsigned i) {
+  (void)h, (void)a, (void)s, (void)c, (void)i;
+  return true; /* opt out: pool memory is never unmapped; jemalloc retains and reuses it */
+}
+static void ext_destroy(extent_hooks_t *h, void *a, size_t s, bool c, unsigned i) {
+  (void)h, (void)a, (void)s, (void)c, (void)i;
+}
+static bool ext_commit(extent_hooks_t *h, void *a, size_t s, size_t o, size_t l, unsigned i) {
+  (void)h, (void)a, (void)s, (void)o, (void)l, (void)i;
+  return false; /* pool memory is always mapped read-write */
+}
+static bool ext_decommit(extent_hooks_t *h, void *a, size_t s, size_t o, size_t l, unsigned i) {
+  (void)h, (void)a, (void)s, (void)o, (void)l, (void)i;
+  return true; /* opt out: it stays committed */
+}
+static bool ext_purge_forced(extent_hooks_t *h, void *a, size_t s, size_t o, size_t l, unsigned i) {
+  (void)h, (void)s, (void)i;
+  return !mos_heap_purge((char *)a + o, l);
+}
+static bool ext_split(extent_hooks_t *h, void *a, size_t s, size_t sa, size_t sb, bool c, unsigned i) {
+  (void)h, (void)a, (void)s, (void)sa, (void)sb, (void)c, (void)i;
+  return false;
+}
+static bool ext_merge(extent_hooks_t *h, void *a, size_t sa, void *b, size_t sb, bool c, unsigned i) {
+  (void)h, (void)a, (void)sa, (void)b, (void)sb, (void)c, (void)i;
+  return false; /* one contiguous pool: any two adjacent extents may merge */
+}
+
+static extent_hooks_t mos_hooks = {
+    ext_alloc, ext_dalloc, ext_destroy, ext_commit, ext_decommit, NULL, ext_purge_forced, ext_split, ext_merge,
+};
+
+static void attach_jemalloc(void) {
+  unsigned narenas = 0;
+  size_t sz = sizeof narenas;
+  if (mos_je_mallctl("arenas.narenas", &narenas, &sz, NULL, 0) != 0)
+    mos_fatal("could not start the allocator core", " (jemalloc)", ".");
+  extent_hooks_t *h = &mos_hooks;
+  for (unsigned i = 0; i < narenas; i++) {
+    char name[64] = "arena.";
+    size_t n = strlen(name);
+    n += mos_fmt_u64(name + n, i);
+    memcpy(name + n, ".extent_hooks", sizeof ".extent_hooks");
+    /* For arenas not created yet this creates them with our hooks, so that every automatic arena
+     * (one is picked per thread) draws from the heap pool. */
+    if (mos_je_mallctl(name, NULL, NULL, &h, sizeof h) != 0)
+      mos_fatal("could not attach the heap pool to jemalloc arena ", name, ".");
+  }
+}
+
+/* ---- fork ------------------------------------------------------------------------------------------ */
+
+static void mos_prefork(void) { mos_pools_lock_all(); }
+static void mos_postfork_parent(void) { mos_pools_unlock_all(); }
+static long read_sysfs_long(const char *path) {
+  char buf[32];
+  int fd = mos_os_open(path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  ssize_t n = mos_os_read(fd, buf, sizeof buf - 1);
+  mos_os_close(fd);
+  if (n <= 0) return -1;
+  long v = 0;
+  for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++) v = v * 10 + (buf[i] - '0');
+  return v;
+}
+
+/* A forked child shares the parent's hugetlb pages copy-on-write, and writes to them at once
+ * (jemalloc's fork handler updates its locks).  Each copy needs a free huge page; without one the
+ * kernel kills the child with SIGBUS.  Say so in one sentence before that happens. */
+static void warn_if_no_cow_headroom(void) {
+  static const struct { size_t page; const char *dir, *msg; } sizes[2] = {
+      {MOS_PAGE_2M, "/sys/kernel/mm/hugepages/hugepages-2048kB/",
+       "this forked child shares 2MB hugetlb pages copy-on-write but no free 2MB huge page is left, "},
+      {MOS_PAGE_1G, "/sys/kernel/mm/hugepages/hugepages-1048576kB/",
+       "this forked child shares 1GB hugetlb pages copy-on-write but no free 1GB huge page is left, "},
+  };
+  for (int s = 0; s < 2; s++) {
+    bool used = false;
+    for (int i = 0; i < MOS_NPOOLS; i++)
+      for (int w = 0; w < mos_cfg.pool[i].nwin; w++)
+        used |= mos_cfg.pool[i].win[w].backing == MOS_BACK_HUGETLB && mos_cfg.pool[i].win[w].page == sizes[s].page;
+    if (!used) continue;
+    char path[96];
+    size_t n = strlen(sizes[s].dir);
+    memcpy(path, sizes[s].dir, n);
+    memcpy(path + n, "free_hugepages", sizeof "free_hugepages");
+    long free_pages = read_sysfs_long(path);
+    memcpy(path + n, "resv_hugepages", sizeof "resv_hugepages");
+    long resv = read_sysfs_long(path);
+    if (free_pages >= 0 && resv >= 0 && free_pages - resv < 1)
+      mos_warn(sizes[s].msg, "so the kernel will kill it (SIGBUS) when it writes to them",
+               " (reserve more with `xlat hugepages reserve`).");
+  }
+}
+
+static void mos_postfork_child(void) {
+  mos_pools_reinit_locks();
+  if (mos_cfg.mode == MOS_MODE_HUGETLB) warn_if_no_cow_headroom();
+}
+
+/* ---- initialisation -------------------------------------------------------------------------------- */
+
+bool mos_init_by_me(void) { return mos_state == 1 && init_tid == mos_os_gettid(); }
+
+/* mmap while this thread initialises: jemalloc's bootstrap.  Private anonymous requests come from
+ * the heap pool's break, 2MiB aligned so that jemalloc never has to trim an over-sized mapping. */
+void *mos_mmap_bootstrap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  /* Requests under 2MiB are jemalloc's one-page probes (does MADV_DONTNEED zero memory?), which
+   * must see ordinary 4KB memory to give the right answer: those go to the kernel. */
+  if (mos_pools_ready && mos_init_by_me() && addr == NULL && len >= MOS_PAGE_2M && (flags & MAP_ANONYMOUS) &&
+      (flags & MAP_TYPE) == MAP_PRIVATE &&
+      !(flags & (MAP_FIXED | MAP_HUGETLB)) && prot == (PROT_READ | PROT_WRITE)) {
+    void *p = mos_heap_extend((len + MOS_PAGE_4K - 1) & ~(MOS_PAGE_4K - 1), MOS_PAGE_2M, NULL);
+    if (p) return p;
+  }
+  return mos_os_mmap(addr, len, prot, flags, fd, off);
+}
+
+void mos_init_slow(void) {
+  if (mos_state == 2) return;
+  if (__sync_bool_compare_and_swap(&mos_state, 0, 1)) {
+    init_tid = mos_os_gettid();
+    mos_options_load(&mos_cfg);
+    mos_pools_map(&mos_cfg);
+    __sync_synchronize();
+    mos_pools_ready = 1;
+    /* Our fork handlers are registered before jemalloc registers its own (while it starts, just
+     * below), so that at fork jemalloc's prepare handler runs first and takes the arena locks,
+     * and ours then takes the pool locks.  Threads take a pool lock inside a hook while holding
+     * an arena lock, never the reverse, so this order cannot deadlock.  (glibc keeps the first 48
+     * handlers in static storage, so this call does not allocate.) */
+    pthread_atfork(mos_prefork, mos_postfork_parent, mos_postfork_child);
+    /* Starting jemalloc maps its bootstrap memory (base metadata, arena 0's first extents) with
+     * its default hooks; mos_mmap_bootstrap puts those mappings in the heap pool too. */
+    attach_jemalloc();
+    __sync_synchronize();
+    mos_state = 2;
+    mos_report_write(NULL);
+    if (mos_cfg.verbose) mos_warn("pools mapped", mos_cfg.mode == MOS_MODE_THP ? " (thp mode)" : " (hugetlb mode)", ".");
+    return;
+  }
+  if (init_tid == mos_os_gettid()) return; /* recursion from inside initialisation: caller copes */
+  while (mos_state != 2) sched_yield();
+}
+
+__attribute__((constructor)) static void mos_ctor(void) { mos_ensure_init(); }
+
+/* ---- report: the window map and, at exit, a copy of /proc/self/smaps ------------------------------- */
+
+typedef struct {
+  char b[4096];
+  size_t n;
+  int fd;
+} outbuf_t;
+static void ob_flush(outbuf_t *o) {
+  size_t d = 0;
+  while (d < o->n) {
+    ssize_t w = mos_os_write(o->fd, o->b + d, o->n - d);
+    if (w <= 0) break;
+    d += (size_t)w;
+  }
+  o->n = 0;
+}
+static void ob_str(outbuf_t *o, const char *s) {
+  while (*s) {
+    if (o->n == sizeof o->b) ob_flush(o);
+    o->b[o->n++] = *s++;
+  }
+}
+static void ob_u64(outbuf_t *o, uint64_t v) {
+  char t[24];
+  mos_fmt_u64(t, v);
+  ob_str(o, t);
+}
+
+static int open_report(const char *kind, pid_t pid) {
+  char path[4096];
+  size_t n = strlen(mos_cfg.report_dir);
+  if (n > sizeof path - 64) return -1;
+  memcpy(path, mos_cfg.report_dir, n);
+  path[n++] = '/';
+  memcpy(path + n, kind, strlen(kind));
+  n += strlen(kind);
+  path[n++] = '.';
+  n += mos_fmt_u64(path + n, (uint64_t)pid);
+  path[n] = 0;
+  return mos_os_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+}
+
+static const char *backing_name(int b) {
+  switch (b) {
+  case MOS_BACK_HUGETLB: return "hugetlb";
+  case MOS_BACK_THP: return "thp";
+  case MOS_BACK_FALLBACK_4K: return "fallback-4KB";
+  default: return "4KB";
+  }
+}
+
+/* what: NULL at start (map only), "exit" or "demand" (map and smaps). */
+void mos_report_write(const char *what) {
+  if (!mos_cfg.report_dir || mos_state != 2) return;
+  pid_t pid = mos_os_getpid();
+  outbuf_t o;
+  o.n = 0;
+  o.fd = open_report("map", pid);
+  if (o.fd < 0) return;
+  ob_str(&o, "# xlat mosaic map v1: pool NAME START SIZE BRK FALLBACK_BYTES FALLBACK_COUNT HIGH_WATER; "
+             "window POOL OFFSET LENGTH PAGE BACKING START\n");
+  ob_str(&o, "pid ");
+  ob_u64(&o, (uint64_t)pid);
+  ob_str(&o, "\nmode ");
+  ob_str(&o, mos_cfg.mode == MOS_MODE_THP ? "thp" : "hugetlb");
+  ob_str(&o, "\nevent ");
+  ob_str(&o, what ? what : "start");
+  ob_str(&o, "\n");
+  for (int i = 0; i < MOS_NPOOLS; i++) {
+    mos_pool_t *p = &mos_cfg.pool[i];
+    ob_str(&o, "pool ");
+    ob_str(&o, p->name);
+    ob_str(&o, " ");
+    ob_u64(&o, p->start);
+    ob_str(&o, " ");
+    ob_u64(&o, p->size);
+    ob_str(&o, " ");
+    ob_u64(&o, p->brk);
+    ob_str(&o, " ");
+    ob_u64(&o, p->fallback_bytes);
+    ob_str(&o, " ");
+    ob_u64(&o, p->fallback_count);
+    ob_str(&o, " ");
+    ob_u64(&o, p->high_water);
+    ob_str(&o, "\n");
+    for (int w = 0; w < p->nwin; w++) {
+      ob_str(&o, "window ");
+      ob_str(&o, p->name);
+      ob_str(&o, " ");
+      ob_u64(&o, p->win[w].offset);
+      ob_str(&o, " ");
+      ob_u64(&o, p->win[w].length);
+      ob_str(&o, " ");
+      ob_u64(&o, p->win[w].page);
+      ob_str(&o, " ");
+      ob_str(&o, backing_name(p->win[w].backing));
+      ob_str(&o, " ");
+      ob_u64(&o, p->start + p->win[w].offset);
+      ob_str(&o, "\n");
+    }
+  }
+  ob_flush(&o);
+  mos_os_close(o.fd);
+  if (!what) return;
+  int in = mos_os_open("/proc/self/smaps", O_RDONLY | O_CLOEXEC, 0);
+  if (in < 0) return;
+  o.fd = open_report("smaps", pid);
+  if (o.fd >= 0) {
+    ssize_t r;
+    while ((r = mos_os_read(in, o.b, sizeof o.b)) > 0) {
+      o.n = (size_t)r;
+      ob_flush(&o);
+    }
+    mos_os_close(o.fd);
+  }
+  mos_os_close(in);
+}
+
+__attribute__((destructor)) static void mos_dtor(void) { mos_report_write("exit"); }
+
+/* ---- exported query API (not an override; found with dlsym by tests and tools) --------------------- */
+
+/* Start and size of pool `name` ("heap", "anon", "file"); 0 on success, -1 if unknown. */
+__attribute__((visibility("default"))) int xlat_mosaic_pool(const char *name, uintptr_t *start, size_t *size) {
+  mos_ensure_init();
+  for (int i = 0; i < MOS_NPOOLS; i++)
+    if (!strcmp(name, mos_cfg.pool[i].name)) {
+      *start = mos_cfg.pool[i].start;
+      *size = mos_cfg.pool[i].size;
+      return 0;
+    }
+  return -1;
+}
+
+/* Write the map and a copy of /proc/self/smaps to the report directory now (verify on demand). */
+__attribute__((visibility("default"))) void xlat_mosaic_report(void) { mos_report_write("demand"); }

@@ -1,0 +1,123 @@
+/* override.c -- the standard names, and nothing else: each forwards to a mos_ function.
+ *
+ * glibc 2.36 has no __morecore hook, so the whole malloc family is replaced (glibc documents which
+ * functions a replacement must provide: "Replacing malloc" in the glibc manual).  The system-call
+ * wrappers are interposed for programs that call them directly; glibc's own internal calls (thread
+ * stacks, ld.so) use hidden aliases and still reach the kernel, as they did with Mosalloc. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "mosaic.h"
+#include "os.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT void *malloc(size_t n) {
+  mos_ensure_init();
+  return mos_je_malloc(n);
+}
+EXPORT void free(void *p) {
+  if (p) mos_je_free(p);
+}
+EXPORT void *calloc(size_t n, size_t s) {
+  mos_ensure_init();
+  return mos_je_calloc(n, s);
+}
+EXPORT void *realloc(void *p, size_t n) {
+  mos_ensure_init();
+  return mos_je_realloc(p, n);
+}
+EXPORT void *reallocarray(void *p, size_t n, size_t s) {
+  size_t t;
+  if (__builtin_mul_overflow(n, s, &t)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return realloc(p, t);
+}
+EXPORT int posix_memalign(void **out, size_t align, size_t n) {
+  mos_ensure_init();
+  return mos_je_posix_memalign(out, align, n);
+}
+EXPORT void *aligned_alloc(size_t align, size_t n) {
+  mos_ensure_init();
+  return mos_je_aligned_alloc(align, n);
+}
+EXPORT void *memalign(size_t align, size_t n) {
+  mos_ensure_init();
+  return mos_je_memalign(align, n);
+}
+EXPORT void *valloc(size_t n) {
+  mos_ensure_init();
+  return mos_je_valloc(n);
+}
+EXPORT void *pvalloc(size_t n) {
+  /* glibc semantics: round up to a whole page; pvalloc(0) gives one page */
+  size_t r = (n + MOS_PAGE_4K - 1) & ~(MOS_PAGE_4K - 1);
+  if (r < n) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  mos_ensure_init();
+  return mos_je_memalign(MOS_PAGE_4K, r ? r : MOS_PAGE_4K);
+}
+EXPORT size_t malloc_usable_size(void *p) { return p ? mos_je_malloc_usable_size(p) : 0; }
+
+/* ---- system calls ------------------------------------------------------------------------------- */
+
+/* While this thread initialises the library, mappings are jemalloc's bootstrap (core.c). */
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  mos_ensure_init();
+  if (mos_state != 2) return mos_mmap_bootstrap(addr, len, prot, flags, fd, off);
+  return mos_mmap(addr, len, prot, flags, fd, off);
+}
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return mmap(addr, len, prot, flags, fd, off);
+}
+EXPORT int munmap(void *addr, size_t len) {
+  mos_ensure_init();
+  if (!mos_pools_ready) return mos_os_munmap(addr, len);
+  return mos_munmap(addr, len);
+}
+EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
+  void *new_addr = NULL;
+  if (flags & MREMAP_FIXED) {
+    __builtin_va_list ap;
+    __builtin_va_start(ap, flags);
+    new_addr = __builtin_va_arg(ap, void *);
+    __builtin_va_end(ap);
+  }
+  mos_ensure_init();
+  if (!mos_pools_ready) return mos_os_mremap(old, old_len, new_len, flags, new_addr);
+  return mos_mremap(old, old_len, new_len, flags, new_addr);
+}
+EXPORT void *sbrk(intptr_t inc) {
+  mos_ensure_init();
+  if (!mos_pools_ready) {
+    errno = ENOMEM;
+    return (void *)-1;
+  }
+  return mos_sbrk(inc);
+}
+EXPORT void *__sbrk(intptr_t inc) { return sbrk(inc); }
+EXPORT int brk(void *addr) {
+  mos_ensure_init();
+  if (!mos_pools_ready) {
+    errno = ENOMEM;
+    return -1;
+  }
+  return mos_brk(addr);
+}
+
+/* ---- process exit ----------------------------------------------------------------------------------- */
+
+/* Programs that end with _exit (shells such as dash do) skip destructors; the exit report (the smaps
+ * snapshot behind `xlat run --verify`) is written here for them. */
+EXPORT void _exit(int status) {
+  mos_report_write("exit");
+  mos_os_exit(status);
+}
+EXPORT void _Exit(int status) { _exit(status); }

@@ -1,0 +1,467 @@
+"""The mosaic allocator on real programs: byte-identical output under several layouts, page sizes
+confirmed per window from /proc/PID/smaps, pools used by threads, fork and exec, and clear
+one-sentence errors for layouts that cannot be honoured.
+
+Needs root (to reserve huge pages), gcc, sqlite3 and GNU sort; the session fixture reserves what
+the tests need and gives it back at the end."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from xlat import mosaic
+from xlat.layout import GIB, MIB, load_layout, parse_layout
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYOUTS = ROOT / "configs" / "layouts"
+PROGS = Path(__file__).resolve().parent / "mosaic_progs"
+
+# What the whole module needs available at once: all-2MB holds 2048 2MB pages; the exec check of
+# the mixed layout holds two copies of it (parent and exec'd child): 2 x 432 2MB + 2 x 1GB.
+NEED_2MB = 2100
+NEED_1GB = 2
+
+
+def _sentence(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, f"expected one line on stderr, got: {stderr!r}"
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="session")
+def lib():
+    """Build the library from this checkout; point xlat.mosaic at it even when the package under
+    test is installed elsewhere (a wheel in a virtualenv has no _lib/ of its own)."""
+    r = subprocess.run(["make", "-s", "-C", str(ROOT / "native" / "mosaic")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    built = ROOT / "python" / "xlat" / "_lib" / "libxlat_mosaic.so"
+    assert built.is_file()
+    os.environ.setdefault("XLAT_MOSAIC_LIB", str(built))
+    return mosaic.library_path()
+
+
+@pytest.fixture(scope="session")
+def hugepages():
+    """Make sure enough huge pages are free; release what this fixture added at the end.  Yields a
+    dict page size -> None if available, else the reason it is not (1GB pages need contiguous
+    memory and may be impossible on a fragmented machine; only the tests that need them skip)."""
+    added = {"2MB": 0, "1GB": 0}
+    missing: dict[str, str | None] = {"2MB": None, "1GB": None}
+    st = mosaic.status()
+    for page, need in (("2MB", NEED_2MB), ("1GB", NEED_1GB)):
+        have = st.get(page, {}).get("available", 0)
+        if have >= need:
+            continue
+        if os.geteuid() != 0:
+            missing[page] = f"needs {need} free {page} huge pages and root to reserve them"
+            continue
+        try:
+            added[page] = mosaic.reserve(need - have, page)
+        except mosaic.MosaicError as err:
+            missing[page] = str(err)
+    if missing["2MB"]:
+        pytest.skip(missing["2MB"])
+    yield missing
+    for page, n in added.items():
+        if n:
+            mosaic.release(n, page)
+
+
+def require(layout, hugepages) -> None:
+    """Skip (with the reason) if this machine cannot give ``layout`` its huge pages."""
+    for page, n in layout.huge_pages_needed().items():
+        if n and hugepages.get(page):
+            pytest.skip(hugepages[page])
+
+
+@pytest.fixture(scope="session")
+def progs(tmp_path_factory, lib):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler (apt-get install gcc)")
+    out = tmp_path_factory.mktemp("progs")
+    built = {}
+    for name in ("mt_alloc", "probe", "mmap_stress"):
+        exe = out / name
+        subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(PROGS / f"{name}.c"), "-ldl"], check=True)
+        built[name] = str(exe)
+    return built
+
+
+# ---- the real programs ------------------------------------------------------------------------------
+
+PY_SCRIPT = r"""
+import hashlib
+n = 1 << 30                      # a ~1 GiB structure
+b = bytearray(n)
+b[:251] = bytes(range(251))
+mv = memoryview(b)
+k = 251
+while k < n:                     # fill it by doubling copies: fast and deterministic
+    m = min(k, n - k)
+    mv[k:k + m] = mv[:m]
+    k += m
+words = memoryview(b).cast("Q")
+print(sum(words[::64]))
+print(hashlib.sha256(b).hexdigest())
+nums = list(range(3_000_000))    # many small objects: pymalloc arenas come from anonymous mmap
+print(sum(x * x for x in nums[::3]))
+"""
+
+SQL_QUERY = """
+PRAGMA cache_size = -262144;
+PRAGMA temp_store = MEMORY;
+SELECT k, count(*), sum(length(v)), min(v), max(v) FROM t GROUP BY k ORDER BY k;
+SELECT v, k FROM t ORDER BY v DESC, id LIMIT 50;
+CREATE TEMP TABLE s AS SELECT v || '-' || k AS w FROM t;
+SELECT count(DISTINCT w), max(w) FROM s;
+"""
+
+
+@pytest.fixture(scope="session")
+def workloads(tmp_path_factory, progs):
+    d = tmp_path_factory.mktemp("work")
+    w = {"python": [sys.executable, "-c", PY_SCRIPT], "mt_alloc": [progs["mt_alloc"], "4", "300000"]}
+    sqlite = shutil.which("sqlite3")
+    if sqlite:
+        db = d / "gen.db"
+        subprocess.run(
+            [sqlite, str(db)],
+            input="CREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, v TEXT);"
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400000) "
+            "INSERT INTO t SELECT x, (x * 2654435761) % 997, printf('%08x', (x * 48271) % 2147483647) FROM c;",
+            text=True,
+            check=True,
+        )
+        w["sqlite3"] = [sqlite, "-readonly", str(db), SQL_QUERY]
+    sort = shutil.which("sort")
+    if sort:
+        src = d / "lines.txt"
+        with open(src, "w") as f:
+            for i in range(0, 3_000_000, 100_000):
+                f.write("".join(f"{(j * 2654435761) % 4294967296:010d} {j % 977} line{j}\n"
+                                for j in range(i, i + 100_000)))
+        w["sort"] = [sort, "--parallel=2", "-S", "256M", str(src)]
+    return w
+
+
+def _plain_output(argv, path: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    env["LC_ALL"] = "C"
+    with open(path, "wb") as out:
+        r = subprocess.run(argv, stdout=out, env=env)
+    assert r.returncode == 0
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="session")
+def expected(workloads, tmp_path_factory):
+    """Each workload's output without the mosaic library (glibc malloc, kernel mmap)."""
+    d = tmp_path_factory.mktemp("plain")
+    return {name: _plain_output(argv, d / name) for name, argv in workloads.items()}
+
+
+WORKLOADS = ["python", "sqlite3", "sort", "mt_alloc"]
+# hugetlb mode for the three layouts the issue names, and all-2MB once more in thp mode
+LAYOUT_NAMES = ["all-4KB", "all-2MB", "mixed", "all-2MB-thp"]
+
+
+@pytest.mark.parametrize("layout_name", LAYOUT_NAMES)
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_real_program_identical_output_and_verified_layout(workload, layout_name, workloads, expected,
+                                                           hugepages, tmp_path, monkeypatch):
+    if workload not in workloads:
+        package = "sqlite3" if workload == "sqlite3" else "coreutils"
+        pytest.skip(f"{workload} is not installed (apt-get install {package})")
+    monkeypatch.setenv("LC_ALL", "C")
+    mode = "thp" if layout_name.endswith("-thp") else "hugetlb"
+    layout = load_layout(LAYOUTS / f"{layout_name.removesuffix('-thp')}.toml")
+    if mode == "hugetlb":
+        require(layout, hugepages)
+    out = tmp_path / "out"
+    reports: list[mosaic.VerifyReport] = []
+    text = io.StringIO()
+    with open(out, "wb") as fh:
+        rc = mosaic.run(layout, workloads[workload], mode=mode, verify=True, reports=reports, report_to=text,
+                        stdout=fh)
+    assert rc == 0, text.getvalue()
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == expected[workload], "output differs from the plain run"
+
+    (rep,) = reports
+    assert rep.honoured, rep.format()
+    checks = {(c.pool, c.index): c for c in rep.checks}
+    for pool in layout.pools:
+        for i, w in enumerate(pool.windows):
+            c = checks[(pool.name, i)]
+            # smaps shows the window's VMAs with exactly the page size asked for (hugetlb), or all
+            # touched memory of the window in transparent 2MB pages (thp)
+            assert c.requested == w.page_name, rep.format()
+            if mode == "hugetlb":
+                assert c.obtained.startswith(w.page_name), rep.format()
+            else:
+                assert c.obtained.endswith("in 2MB THPs") and c.anon_huge_kb >= c.rss_kb, rep.format()
+        rest = checks[(pool.name, None)]
+        assert rest.obtained in ("4KB", "unmapped") and rest.anon_huge_kb == 0 and rest.hugetlb_kb == 0
+    if layout.heap.windows:
+        # the allocator's memory starts at the heap pool's start, so the first window was used
+        heap0 = checks[("heap", 0)]
+        assert (heap0.hugetlb_kb if mode == "hugetlb" else heap0.anon_huge_kb) > 0, rep.format()
+    if layout_name == "all-4KB":
+        assert all(c.hugetlb_kb == 0 and c.anon_huge_kb == 0 for c in rep.checks)
+
+
+# Several 2MB windows in both pools.  Not the 1GB window of mixed.toml: after fork, parent and child
+# both write the heap (jemalloc's fork handlers do at once), and each copy-on-write of a hugetlb page
+# needs a free huge page; with 1GB pages this machine has no headroom for that (docs/mosaic.md, fork).
+FORK_LAYOUT = """
+version = 1
+name = "fork-2MB"
+[heap]
+size = "4GiB"
+windows = [ { offset = "0", length = "256MiB", page = "2MB" }, { offset = "1GiB", length = "64MiB", page = "2MB" } ]
+[anon]
+size = "4GiB"
+windows = [ { offset = "0", length = "256MiB", page = "2MB" }, { offset = "2GiB", length = "32MiB", page = "2MB" } ]
+"""
+
+
+def test_pools_serve_threads_fork_and_exec(progs, hugepages):
+    """malloc (main thread and others), mmap, file mmap, sbrk, mremap, a forked child and an exec'd
+    image all get memory from the pools (probe.c checks addresses against the pools)."""
+    out = io.StringIO()
+    reports: list = []
+    with tempfile.TemporaryFile() as fh:
+        rc = mosaic.run(parse_layout(FORK_LAYOUT), [progs["probe"], "check"], verify=True, reports=reports,
+                        report_to=out, stdout=fh)
+        fh.seek(0)
+        lines = fh.read().decode().splitlines()
+    assert rc == 0, "\n".join(lines) + out.getvalue()
+    assert not [ln for ln in lines if not ln.startswith("ok ")]
+    for name in ("threads-heap", "mmap-anon-in-pool", "mmap-file-in-pool", "sbrk-in-heap",
+                 "fork-child-uses-pools", "exec-child-heap", "exec-gets-fresh-pools",
+                 "mmap-anon-first-fit-reuse-zeroed", "mremap-grow"):
+        assert f"ok {name}" in lines
+    assert reports[0].honoured, reports[0].format()
+
+
+@pytest.mark.parametrize("layout_name", ["all-4KB", "fork-2MB"])
+def test_anon_pool_under_random_mmap_munmap_mremap_from_threads(layout_name, progs, hugepages, tmp_path):
+    """First fit, partial unmaps, MAP_FIXED replacement and mremap from 4 threads: fresh memory is
+    always zero and live memory keeps its contents (mmap_stress.c counts every violation)."""
+    lay = load_layout(LAYOUTS / "all-4KB.toml") if layout_name == "all-4KB" else parse_layout(FORK_LAYOUT)
+    reports: list = []
+    with open(tmp_path / "out", "wb") as fh:
+        rc = mosaic.run(lay, [progs["mmap_stress"], "4", "8000"], verify=True, reports=reports,
+                        report_to=io.StringIO(), stdout=fh)
+    out = (tmp_path / "out").read_text()
+    assert rc == 0, out
+    assert out == "".join(f"thread {i} ops 8000 errors 0\n" for i in range(4))
+    assert reports[0].honoured, reports[0].format()
+
+
+def test_large_pools_commit_only_touched_memory(progs, lib):
+    """Pools of tens of GiB are reserved, yet only touched memory is resident."""
+    lay = parse_layout('version = 1\n[heap]\nsize = "48GiB"\n[anon]\nsize = "48GiB"\n[file]\nsize = "16GiB"\n')
+    r = subprocess.run([progs["probe"], "rss"], env=mosaic.mosaic_env(lay), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    fields = r.stdout.split()
+    rss_kb, heap_gib, anon_gib = int(fields[1]), int(fields[3]), int(fields[5])
+    assert (heap_gib, anon_gib) == (48, 48)
+    # 1GiB malloc'd, 16MiB of it touched: resident memory stays far below the 1GiB allocation
+    assert 16 * 1024 <= rss_kb < 96 * 1024, r.stdout
+
+
+def test_thp_mode_windows_get_transparent_huge_pages(lib, tmp_path):
+    if "[never]" in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text():
+        pytest.skip("transparent huge pages are disabled on this machine")
+    lay = parse_layout(
+        'version = 1\nname = "thp"\n[heap]\nsize = "1GiB"\n'
+        'windows = [{offset = "0", length = "512MiB", page = "2MB"}]\n'
+        '[anon]\nsize = "1GiB"\nwindows = [{offset = "0", length = "256MiB", page = "2MB"}]\n'
+    )
+    script = "b = bytearray(300 << 20)\nb[::4096] = b'\\x01' * ((300 << 20) // 4096)\nprint(sum(b[::4096]))\n"
+    reports: list = []
+    with open(tmp_path / "out", "wb") as fh:
+        rc = mosaic.run(lay, [sys.executable, "-c", script], mode="thp", verify=True, reports=reports,
+                        report_to=io.StringIO(), stdout=fh)
+    assert rc == 0
+    assert (tmp_path / "out").read_text() == f"{(300 << 20) // 4096}\n"
+    rep = reports[0]
+    assert rep.honoured, rep.format()
+    heap0 = next(c for c in rep.checks if c.pool == "heap" and c.index == 0)
+    # ~300MiB touched in the heap window, all of it in 2MB transparent huge pages
+    assert heap0.anon_huge_kb >= 256 * 1024 and heap0.anon_huge_kb >= heap0.rss_kb, rep.format()
+
+
+def test_verify_fails_when_layout_not_honoured(lib, hugepages, tmp_path):
+    """--best-effort with more 2MB pages than exist: the program runs on 4KB pages, and verify says so."""
+    avail = mosaic.status()["2MB"]["available"]
+    length = (avail + 64) * 2 * MIB
+    lay = parse_layout(
+        f'version = 1\nname = "too-big"\n[heap]\nsize = {length + 2 * MIB}\n'
+        f'windows = [{{offset = 0, length = {length}, page = "2MB"}}]\n'
+    )
+    text = io.StringIO()
+    reports: list = []
+    with open(tmp_path / "out", "wb") as fh:
+        rc = mosaic.run(lay, [sys.executable, "-c", "print(sum(range(10**6)))"], verify=True,
+                        best_effort=True, reports=reports, report_to=text, stdout=fh, stderr=subprocess.DEVNULL)
+    assert rc == mosaic.EXIT_NOT_HONOURED
+    assert (tmp_path / "out").read_text() == f"{sum(range(10**6))}\n"
+    assert not reports[0].honoured and "NOT HONOURED" in text.getvalue()
+    assert "fallback-4KB" in text.getvalue()
+
+
+def test_verify_on_demand_while_running(lib, hugepages, tmp_path):
+    """A running program is verified from its live smaps, and can snapshot itself on demand."""
+    lay = load_layout(LAYOUTS / "mixed.toml")
+    require(lay, hugepages)
+    script = (
+        "import ctypes, sys\n"
+        "b = bytearray(200 << 20)\n"
+        "b[::4096] = b'\\x01' * ((200 << 20) // 4096)\n"
+        "ctypes.CDLL(None).xlat_mosaic_report()\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    env = mosaic.mosaic_env(lay, report_dir=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        live = mosaic.verify_live(proc.pid, tmp_path, lay)
+        snap = mosaic.verify_report(tmp_path, proc.pid, lay)
+    finally:
+        proc.stdin.close()
+        proc.wait()
+        proc.stdout.close()
+    for rep in (live, snap):
+        assert rep.honoured, rep.format()
+        heap0 = next(c for c in rep.checks if c.pool == "heap" and c.index == 0)
+        assert heap0.obtained.startswith("1GB") and heap0.hugetlb_kb == 1 << 20
+
+
+def test_best_effort_thp_with_1gb_window_runs_but_is_not_honoured(lib, tmp_path):
+    """thp mode cannot make 1GB pages: with --best-effort the program runs on 2MB pages there, and
+    verify says the layout was not honoured."""
+    text = io.StringIO()
+    with open(tmp_path / "out", "wb") as fh:
+        rc = mosaic.run(LAYOUTS / "all-1GB.toml", [sys.executable, "-c", "print(len(bytearray(64 << 20)))"],
+                        mode="thp", verify=True, best_effort=True, report_to=text, stdout=fh)
+    assert rc == mosaic.EXIT_NOT_HONOURED
+    assert (tmp_path / "out").read_text() == f"{64 << 20}\n"
+    assert "thp mode has no 1GB pages" in text.getvalue()
+
+
+def test_check_reads_page_sizes_from_smaps():
+    """Hand-made map and smaps: a hugetlb window whose VMA reports 4kB pages is not honoured."""
+    lay = parse_layout('version = 1\n[heap]\nsize = "8MiB"\n'
+                       'windows = [{offset = "2MiB", length = "2MiB", page = "2MB"}]\n'
+                       '[anon]\nsize = "2MiB"\n[file]\nsize = "2MiB"\n')
+    base = 0x7F0000000000
+    map_text = (f"pid 42\nmode hugetlb\npool heap {base} {8 * MIB} {base} 0 0\n"
+                f"window heap {2 * MIB} {2 * MIB} {2 * MIB} hugetlb {base + 2 * MIB}\n"
+                f"pool anon {base + GIB} {2 * MIB} 0 0 0\npool file {base + 2 * GIB} {2 * MIB} 0 0 0\n")
+
+    def vma(a, b, kps, rss=0, htlb=0):
+        return (f"{a:x}-{b:x} rw-p 00000000 00:00 0\nRss: {rss} kB\nKernelPageSize: {kps} kB\n"
+                f"AnonHugePages: 0 kB\nPrivate_Hugetlb: {htlb} kB\n")
+
+    good = vma(base, base + 2 * MIB, 4, 8) + vma(base + 2 * MIB, base + 4 * MIB, 2048, 0, 2048) + \
+        vma(base + 4 * MIB, base + 8 * MIB, 4)
+    rep = mosaic.check(map_text, good, lay)
+    assert rep.honoured, rep.format()
+    bad = vma(base, base + 8 * MIB, 4, 8)
+    rep = mosaic.check(map_text, bad, lay)
+    assert not rep.honoured
+    c = next(c for c in rep.checks if c.index == 0)
+    assert not c.honoured and c.obtained.startswith("4KB")
+
+
+def test_exit_status_and_signals_propagate(lib):
+    lay = load_layout(LAYOUTS / "all-4KB.toml")
+    assert mosaic.run(lay, ["sh", "-c", "exit 7"]) == 7
+    assert mosaic.run(lay, ["sh", "-c", "kill -9 $$"]) == 128 + 9
+
+
+# ---- errors for users: one sentence, non-zero exit, no traceback -------------------------------------
+
+def _cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "xlat.mosaic", *args], capture_output=True, text=True, **kw)
+
+
+BAD_LAYOUTS = {
+    "overlapping": ('[heap]\nsize = "4GiB"\nwindows = [{offset = "0", length = "1GiB", page = "2MB"},'
+                    ' {offset = "1GiB", length = "2MiB", page = "2MB"},'
+                    ' {offset = "2MiB", length = "2MiB", page = "2MB"}]',
+                    "overlaps window 0"),
+    "misaligned-2MB": ('[anon]\nsize = "4GiB"\nwindows = [{offset = "3MiB", length = "2MiB", page = "2MB"}]',
+                       "is not a multiple of the 2MB page size"),
+    "beyond-pool": ('[heap]\nsize = "64MiB"\nwindows = [{offset = "32MiB", length = "64MiB", page = "2MB"}]',
+                    "ends beyond the pool size 64MiB"),
+    "unknown-pool": ('[stack]\nsize = "1GiB"', "unknown pool 'stack'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_LAYOUTS))
+def test_cli_rejects_bad_layout_in_one_sentence(case, tmp_path, lib):
+    body, expected = BAD_LAYOUTS[case]
+    path = tmp_path / f"{case}.toml"
+    path.write_text("version = 1\n" + body + "\n")
+    r = _cli("run", "--layout", str(path), "--", "true")
+    assert r.returncode == mosaic.EXIT_USAGE
+    line = _sentence(r.stderr)
+    assert line.startswith("xlat: ") and expected in line and line.endswith(".")
+
+
+def test_cli_too_few_huge_pages(tmp_path, lib):
+    path = tmp_path / "huge.toml"
+    path.write_text('version = 1\n[heap]\nsize = "2TiB"\nwindows = [{offset = "0", length = "2TiB", page = "2MB"}]\n')
+    r = _cli("run", "--layout", str(path), "--", "true")
+    assert r.returncode == mosaic.EXIT_USAGE
+    line = _sentence(r.stderr)
+    assert "needs 1048576 free 2MB huge pages" in line and "xlat hugepages reserve" in line
+
+
+def test_cli_thp_cannot_do_1gb(lib):
+    r = _cli("run", "--mode", "thp", "--layout", str(LAYOUTS / "all-1GB.toml"), "--", "true")
+    assert r.returncode == mosaic.EXIT_USAGE
+    assert "thp mode cannot provide" in _sentence(r.stderr)
+
+
+def test_cli_missing_program(lib):
+    r = _cli("run", "--layout", str(LAYOUTS / "all-4KB.toml"), "--", "no-such-program-xlat")
+    assert r.returncode == mosaic.EXIT_USAGE
+    assert _sentence(r.stderr) == "xlat: program 'no-such-program-xlat' was not found on PATH."
+
+
+def test_cli_runs_program_and_verifies(lib):
+    r = _cli("run", "--verify", "--layout", str(LAYOUTS / "all-4KB.toml"), "--", "sh", "-c", "echo hello")
+    assert r.returncode == 0 and r.stdout == "hello\n"
+    assert "verdict: layout honoured" in r.stderr
+
+
+def test_cli_hugepages_status(lib):
+    r = _cli("hugepages", "status")
+    assert r.returncode == 0 and r.stdout.splitlines()[1].startswith("2MB")
+
+
+def test_library_validates_its_environment_again(lib):
+    """Preloaded by hand with a bad layout, the library refuses to start the program."""
+    overlapping = f"{GIB} 0:{4 * MIB}:{2 * MIB} {2 * MIB}:{2 * MIB}:{2 * MIB}"
+    env = dict(os.environ, LD_PRELOAD=str(lib), XLAT_MOSAIC_HEAP=overlapping)
+    r = subprocess.run(["true"], env=env, capture_output=True, text=True)
+    assert r.returncode == 127
+    assert _sentence(r.stderr) == "xlat-mosaic: environment variable XLAT_MOSAIC_HEAP has overlapping windows."
+    env["XLAT_MOSAIC_HEAP"] = f"{GIB} {MIB}:{2 * MIB}:{2 * MIB}"
+    r = subprocess.run(["true"], env=env, capture_output=True, text=True)
+    assert r.returncode == 127 and "not a positive multiple of its page size" in _sentence(r.stderr)
