@@ -46,8 +46,11 @@ def build(tmp: Path) -> dict[str, str]:
     if r.returncode:
         sys.exit(f"mosaic_bench: building the mosaic library failed:\n{r.stderr}")
     out = {}
-    sources = {"malloc_bench": PROGS / "malloc_bench.c", "chase": PROGS / "chase.c",
-               "mt_alloc": ROOT / "tests" / "mosaic_progs" / "mt_alloc.c"}
+    sources = {
+        "malloc_bench": PROGS / "malloc_bench.c",
+        "chase": PROGS / "chase.c",
+        "mt_alloc": ROOT / "tests" / "mosaic_progs" / "mt_alloc.c",
+    }
     for name, src in sources.items():
         exe = tmp / name
         subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(src)], check=True)
@@ -72,11 +75,16 @@ def run_env(argv: list[str], env: dict[str, str]) -> str:
 
 def malloc_table(exe: str, reps: int, ops: int) -> None:
     all4k = parse_layout('version = 1\nname = "all-4KB"\n')
-    configs = {"glibc malloc": plain_env(), "xlat mosaic (all-4KB)": mosaic.mosaic_env(all4k, base=plain_env())}
+    configs = {
+        "glibc malloc": plain_env(),
+        "xlat mosaic (all-4KB)": mosaic.mosaic_env(all4k, base=plain_env()),
+    }
     for name, lib in DEBIAN_LIBS.items():
         if os.path.exists(lib):
             configs[name] = dict(plain_env(), LD_PRELOAD=lib)
-    print(f"Allocator throughput: malloc_bench, {ops // 10**6}M malloc+free per thread, median of {reps} runs,")
+    print(
+        f"Allocator throughput: malloc_bench, {ops // 10**6}M malloc+free per thread, median of {reps} runs,"
+    )
     print("  in million malloc+free per second of CPU time (all threads; wall time on a shared machine")
     print("  also counts other processes)")
     print(f"  {'allocator':34} {'1 thread':>12} {'vs glibc':>9} {'2 threads':>12} {'vs glibc':>9}")
@@ -119,22 +127,30 @@ def programs_table(mt_alloc: str, reps: int) -> None:
                 r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 samples.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
             t[alloc] = statistics.median(samples)
-        print(f"  {name:34} {t['glibc']:8.2f}s {t['xlat mosaic']:8.2f}s {t['xlat mosaic'] / t['glibc'] - 1:+15.0%}")
+        print(
+            f"  {name:34} {t['glibc']:8.2f}s {t['xlat mosaic']:8.2f}s {t['xlat mosaic'] / t['glibc'] - 1:+15.0%}"
+        )
     print()
 
 
 def chase_layout(page: str) -> str:
     """Anon pool whose first 2 GiB (where the benchmark's region lands) is one window of ``page``."""
-    win = "" if page == "4KB" else (
-        f'windows = [{{ offset = "0", length = "{REGION_MIB}MiB", page = "{page}" }}]'
+    win = (
+        ""
+        if page == "4KB"
+        else (f'windows = [{{ offset = "0", length = "{REGION_MIB}MiB", page = "{page}" }}]')
     )
-    return (f'version = 1\nname = "chase-{page}"\n[heap]\nsize = "1GiB"\n'
-            f'[anon]\nsize = "{REGION_MIB + 64}MiB"\n{win}\n[file]\nsize = "1GiB"\n')
+    return (
+        f'version = 1\nname = "chase-{page}"\n[heap]\nsize = "1GiB"\n'
+        f'[anon]\nsize = "{REGION_MIB + 64}MiB"\n{win}\n[file]\nsize = "1GiB"\n'
+    )
 
 
 def chase_table(exe: str, procs: int, steps: int, reps: int) -> None:
-    print(f"Dependent random reads over a {REGION_MIB // 1024} GiB region: ns per read, median of "
-          f"{procs} runs x {reps} walks of {steps // 10**6}M steps")
+    print(
+        f"Dependent random reads over a {REGION_MIB // 1024} GiB region: ns per read, median of "
+        f"{procs} runs x {reps} walks of {steps // 10**6}M steps"
+    )
     print(f"  {'backing':34} {'cpu time':>11} {'wall time':>11}")
     argv = [exe, str(REGION_MIB), str(steps), str(reps)]
     samples, wall = [], []
@@ -142,8 +158,10 @@ def chase_table(exe: str, procs: int, steps: int, reps: int) -> None:
         text = run_env(argv, plain_env())
         samples += values(text, "cpu_ns")
         wall += values(text, "ns")
-    print(f"  {'plain mmap, no preload (4KB)':34} {statistics.median(samples):8.1f} ns "
-          f"{statistics.median(wall):8.1f} ns")
+    print(
+        f"  {'plain mmap, no preload (4KB)':34} {statistics.median(samples):8.1f} ns "
+        f"{statistics.median(wall):8.1f} ns"
+    )
     added: dict[str, int] = {"2MB": 0, "1GB": 0}
     try:
         for page in ("4KB", "2MB", "1GB"):
@@ -170,8 +188,10 @@ def chase_table(exe: str, procs: int, steps: int, reps: int) -> None:
                 samples += values(text, "cpu_ns")
                 wall += values(text, "ns")
             note = "verified from smaps" if verified else "LAYOUT NOT HONOURED"
-            print(f"  {'xlat mosaic, region on ' + page:34} {statistics.median(samples):8.1f} ns "
-                  f"{statistics.median(wall):8.1f} ns   ({note})")
+            print(
+                f"  {'xlat mosaic, region on ' + page:34} {statistics.median(samples):8.1f} ns "
+                f"{statistics.median(wall):8.1f} ns   ({note})"
+            )
     finally:
         for page, n in added.items():
             if n:

@@ -153,13 +153,16 @@ BAD = {
     ),
     "bad page": (
         '[heap]\nsize = "1GiB"\nwindows = [{offset = "0", length = "2MiB", page = "2MiB"}]',
-        "pool 'heap' window 0: page '2MiB' is not one of \"4KB\", \"2MB\", \"1GB\".",
+        'pool \'heap\' window 0: page \'2MiB\' is not one of "4KB", "2MB", "1GB".',
     ),
     "zero length": (
         '[heap]\nsize = "1GiB"\nwindows = [{offset = "0", length = "0", page = "2MB"}]',
         "pool 'heap' window 0: length '0' must be greater than zero.",
     ),
-    "missing field": ('[heap]\nsize = "1GiB"\nwindows = [{offset = "0", page = "2MB"}]', "is missing 'length'"),
+    "missing field": (
+        '[heap]\nsize = "1GiB"\nwindows = [{offset = "0", page = "2MB"}]',
+        "is missing 'length'",
+    ),
     "pool not a multiple of 2MiB": (
         '[anon]\nsize = "3MiB"',
         "pool 'anon' size '3MiB' (3145728 bytes) is not a positive multiple of 2MiB.",

@@ -148,8 +148,12 @@ def workloads(tmp_path_factory, progs):
         src = d / "lines.txt"
         with open(src, "w") as f:
             for i in range(0, 3_000_000, 100_000):
-                f.write("".join(f"{(j * 2654435761) % 4294967296:010d} {j % 977} line{j}\n"
-                                for j in range(i, i + 100_000)))
+                f.write(
+                    "".join(
+                        f"{(j * 2654435761) % 4294967296:010d} {j % 977} line{j}\n"
+                        for j in range(i, i + 100_000)
+                    )
+                )
         w["sort"] = [sort, "--parallel=2", "-S", "256M", str(src)]
     return w
 
@@ -177,8 +181,9 @@ LAYOUT_NAMES = ["all-4KB", "all-2MB", "mixed", "all-2MB-thp"]
 
 @pytest.mark.parametrize("layout_name", LAYOUT_NAMES)
 @pytest.mark.parametrize("workload", WORKLOADS)
-def test_real_program_identical_output_and_verified_layout(workload, layout_name, workloads, expected,
-                                                           hugepages, tmp_path, monkeypatch):
+def test_real_program_identical_output_and_verified_layout(
+    workload, layout_name, workloads, expected, hugepages, tmp_path, monkeypatch
+):
     if workload not in workloads:
         package = "sqlite3" if workload == "sqlite3" else "coreutils"
         pytest.skip(f"{workload} is not installed (apt-get install {package})")
@@ -191,10 +196,13 @@ def test_real_program_identical_output_and_verified_layout(workload, layout_name
     reports: list[mosaic.VerifyReport] = []
     text = io.StringIO()
     with open(out, "wb") as fh:
-        rc = mosaic.run(layout, workloads[workload], mode=mode, verify=True, reports=reports, report_to=text,
-                        stdout=fh)
+        rc = mosaic.run(
+            layout, workloads[workload], mode=mode, verify=True, reports=reports, report_to=text, stdout=fh
+        )
     assert rc == 0, text.getvalue()
-    assert hashlib.sha256(out.read_bytes()).hexdigest() == expected[workload], "output differs from the plain run"
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == expected[workload], (
+        "output differs from the plain run"
+    )
 
     (rep,) = reports
     assert rep.honoured, rep.format()
@@ -240,15 +248,29 @@ def test_pools_serve_threads_fork_and_exec(progs, hugepages):
     out = io.StringIO()
     reports: list = []
     with tempfile.TemporaryFile() as fh:
-        rc = mosaic.run(parse_layout(FORK_LAYOUT), [progs["probe"], "check"], verify=True, reports=reports,
-                        report_to=out, stdout=fh)
+        rc = mosaic.run(
+            parse_layout(FORK_LAYOUT),
+            [progs["probe"], "check"],
+            verify=True,
+            reports=reports,
+            report_to=out,
+            stdout=fh,
+        )
         fh.seek(0)
         lines = fh.read().decode().splitlines()
     assert rc == 0, "\n".join(lines) + out.getvalue()
     assert not [ln for ln in lines if not ln.startswith("ok ")]
-    for name in ("threads-heap", "mmap-anon-in-pool", "mmap-file-in-pool", "sbrk-in-heap",
-                 "fork-child-uses-pools", "exec-child-heap", "exec-gets-fresh-pools",
-                 "mmap-anon-first-fit-reuse-zeroed", "mremap-grow"):
+    for name in (
+        "threads-heap",
+        "mmap-anon-in-pool",
+        "mmap-file-in-pool",
+        "sbrk-in-heap",
+        "fork-child-uses-pools",
+        "exec-child-heap",
+        "exec-gets-fresh-pools",
+        "mmap-anon-first-fit-reuse-zeroed",
+        "mremap-grow",
+    ):
         assert f"ok {name}" in lines
     assert reports[0].honoured, reports[0].format()
 
@@ -260,8 +282,14 @@ def test_anon_pool_under_random_mmap_munmap_mremap_from_threads(layout_name, pro
     lay = load_layout(LAYOUTS / "all-4KB.toml") if layout_name == "all-4KB" else parse_layout(FORK_LAYOUT)
     reports: list = []
     with open(tmp_path / "out", "wb") as fh:
-        rc = mosaic.run(lay, [progs["mmap_stress"], "4", "8000"], verify=True, reports=reports,
-                        report_to=io.StringIO(), stdout=fh)
+        rc = mosaic.run(
+            lay,
+            [progs["mmap_stress"], "4", "8000"],
+            verify=True,
+            reports=reports,
+            report_to=io.StringIO(),
+            stdout=fh,
+        )
     out = (tmp_path / "out").read_text()
     assert rc == 0, out
     assert out == "".join(f"thread {i} ops 8000 errors 0\n" for i in range(4))
@@ -270,7 +298,9 @@ def test_anon_pool_under_random_mmap_munmap_mremap_from_threads(layout_name, pro
 
 def test_large_pools_commit_only_touched_memory(progs, lib):
     """Pools of tens of GiB are reserved, yet only touched memory is resident."""
-    lay = parse_layout('version = 1\n[heap]\nsize = "48GiB"\n[anon]\nsize = "48GiB"\n[file]\nsize = "16GiB"\n')
+    lay = parse_layout(
+        'version = 1\n[heap]\nsize = "48GiB"\n[anon]\nsize = "48GiB"\n[file]\nsize = "16GiB"\n'
+    )
     r = subprocess.run([progs["probe"], "rss"], env=mosaic.mosaic_env(lay), capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     fields = r.stdout.split()
@@ -291,8 +321,15 @@ def test_thp_mode_windows_get_transparent_huge_pages(lib, tmp_path):
     script = "b = bytearray(300 << 20)\nb[::4096] = b'\\x01' * ((300 << 20) // 4096)\nprint(sum(b[::4096]))\n"
     reports: list = []
     with open(tmp_path / "out", "wb") as fh:
-        rc = mosaic.run(lay, [sys.executable, "-c", script], mode="thp", verify=True, reports=reports,
-                        report_to=io.StringIO(), stdout=fh)
+        rc = mosaic.run(
+            lay,
+            [sys.executable, "-c", script],
+            mode="thp",
+            verify=True,
+            reports=reports,
+            report_to=io.StringIO(),
+            stdout=fh,
+        )
     assert rc == 0
     assert (tmp_path / "out").read_text() == f"{(300 << 20) // 4096}\n"
     rep = reports[0]
@@ -313,8 +350,16 @@ def test_verify_fails_when_layout_not_honoured(lib, hugepages, tmp_path):
     text = io.StringIO()
     reports: list = []
     with open(tmp_path / "out", "wb") as fh:
-        rc = mosaic.run(lay, [sys.executable, "-c", "print(sum(range(10**6)))"], verify=True,
-                        best_effort=True, reports=reports, report_to=text, stdout=fh, stderr=subprocess.DEVNULL)
+        rc = mosaic.run(
+            lay,
+            [sys.executable, "-c", "print(sum(range(10**6)))"],
+            verify=True,
+            best_effort=True,
+            reports=reports,
+            report_to=text,
+            stdout=fh,
+            stderr=subprocess.DEVNULL,
+        )
     assert rc == mosaic.EXIT_NOT_HONOURED
     assert (tmp_path / "out").read_text() == f"{sum(range(10**6))}\n"
     assert not reports[0].honoured and "NOT HONOURED" in text.getvalue()
@@ -334,8 +379,9 @@ def test_verify_on_demand_while_running(lib, hugepages, tmp_path):
         "sys.stdin.read()\n"
     )
     env = mosaic.mosaic_env(lay, report_dir=str(tmp_path))
-    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout.readline() == "ready\n"
         live = mosaic.verify_live(proc.pid, tmp_path, lay)
@@ -355,8 +401,15 @@ def test_best_effort_thp_with_1gb_window_runs_but_is_not_honoured(lib, tmp_path)
     verify says the layout was not honoured."""
     text = io.StringIO()
     with open(tmp_path / "out", "wb") as fh:
-        rc = mosaic.run(LAYOUTS / "all-1GB.toml", [sys.executable, "-c", "print(len(bytearray(64 << 20)))"],
-                        mode="thp", verify=True, best_effort=True, report_to=text, stdout=fh)
+        rc = mosaic.run(
+            LAYOUTS / "all-1GB.toml",
+            [sys.executable, "-c", "print(len(bytearray(64 << 20)))"],
+            mode="thp",
+            verify=True,
+            best_effort=True,
+            report_to=text,
+            stdout=fh,
+        )
     assert rc == mosaic.EXIT_NOT_HONOURED
     assert (tmp_path / "out").read_text() == f"{64 << 20}\n"
     assert "thp mode has no 1GB pages" in text.getvalue()
@@ -364,20 +417,29 @@ def test_best_effort_thp_with_1gb_window_runs_but_is_not_honoured(lib, tmp_path)
 
 def test_check_reads_page_sizes_from_smaps():
     """Hand-made map and smaps: a hugetlb window whose VMA reports 4kB pages is not honoured."""
-    lay = parse_layout('version = 1\n[heap]\nsize = "8MiB"\n'
-                       'windows = [{offset = "2MiB", length = "2MiB", page = "2MB"}]\n'
-                       '[anon]\nsize = "2MiB"\n[file]\nsize = "2MiB"\n')
+    lay = parse_layout(
+        'version = 1\n[heap]\nsize = "8MiB"\n'
+        'windows = [{offset = "2MiB", length = "2MiB", page = "2MB"}]\n'
+        '[anon]\nsize = "2MiB"\n[file]\nsize = "2MiB"\n'
+    )
     base = 0x7F0000000000
-    map_text = (f"pid 42\nmode hugetlb\npool heap {base} {8 * MIB} {base} 0 0\n"
-                f"window heap {2 * MIB} {2 * MIB} {2 * MIB} hugetlb {base + 2 * MIB}\n"
-                f"pool anon {base + GIB} {2 * MIB} 0 0 0\npool file {base + 2 * GIB} {2 * MIB} 0 0 0\n")
+    map_text = (
+        f"pid 42\nmode hugetlb\npool heap {base} {8 * MIB} {base} 0 0\n"
+        f"window heap {2 * MIB} {2 * MIB} {2 * MIB} hugetlb {base + 2 * MIB}\n"
+        f"pool anon {base + GIB} {2 * MIB} 0 0 0\npool file {base + 2 * GIB} {2 * MIB} 0 0 0\n"
+    )
 
     def vma(a, b, kps, rss=0, htlb=0):
-        return (f"{a:x}-{b:x} rw-p 00000000 00:00 0\nRss: {rss} kB\nKernelPageSize: {kps} kB\n"
-                f"AnonHugePages: 0 kB\nPrivate_Hugetlb: {htlb} kB\n")
+        return (
+            f"{a:x}-{b:x} rw-p 00000000 00:00 0\nRss: {rss} kB\nKernelPageSize: {kps} kB\n"
+            f"AnonHugePages: 0 kB\nPrivate_Hugetlb: {htlb} kB\n"
+        )
 
-    good = vma(base, base + 2 * MIB, 4, 8) + vma(base + 2 * MIB, base + 4 * MIB, 2048, 0, 2048) + \
-        vma(base + 4 * MIB, base + 8 * MIB, 4)
+    good = (
+        vma(base, base + 2 * MIB, 4, 8)
+        + vma(base + 2 * MIB, base + 4 * MIB, 2048, 0, 2048)
+        + vma(base + 4 * MIB, base + 8 * MIB, 4)
+    )
     rep = mosaic.check(map_text, good, lay)
     assert rep.honoured, rep.format()
     bad = vma(base, base + 8 * MIB, 4, 8)
@@ -395,19 +457,26 @@ def test_exit_status_and_signals_propagate(lib):
 
 # ---- errors for users: one sentence, non-zero exit, no traceback -------------------------------------
 
+
 def _cli(*args, **kw):
     return subprocess.run([sys.executable, "-m", "xlat.mosaic", *args], capture_output=True, text=True, **kw)
 
 
 BAD_LAYOUTS = {
-    "overlapping": ('[heap]\nsize = "4GiB"\nwindows = [{offset = "0", length = "1GiB", page = "2MB"},'
-                    ' {offset = "1GiB", length = "2MiB", page = "2MB"},'
-                    ' {offset = "2MiB", length = "2MiB", page = "2MB"}]',
-                    "overlaps window 0"),
-    "misaligned-2MB": ('[anon]\nsize = "4GiB"\nwindows = [{offset = "3MiB", length = "2MiB", page = "2MB"}]',
-                       "is not a multiple of the 2MB page size"),
-    "beyond-pool": ('[heap]\nsize = "64MiB"\nwindows = [{offset = "32MiB", length = "64MiB", page = "2MB"}]',
-                    "ends beyond the pool size 64MiB"),
+    "overlapping": (
+        '[heap]\nsize = "4GiB"\nwindows = [{offset = "0", length = "1GiB", page = "2MB"},'
+        ' {offset = "1GiB", length = "2MiB", page = "2MB"},'
+        ' {offset = "2MiB", length = "2MiB", page = "2MB"}]',
+        "overlaps window 0",
+    ),
+    "misaligned-2MB": (
+        '[anon]\nsize = "4GiB"\nwindows = [{offset = "3MiB", length = "2MiB", page = "2MB"}]',
+        "is not a multiple of the 2MB page size",
+    ),
+    "beyond-pool": (
+        '[heap]\nsize = "64MiB"\nwindows = [{offset = "32MiB", length = "64MiB", page = "2MB"}]',
+        "ends beyond the pool size 64MiB",
+    ),
     "unknown-pool": ('[stack]\nsize = "1GiB"', "unknown pool 'stack'"),
 }
 
@@ -420,12 +489,14 @@ def test_cli_rejects_bad_layout_in_one_sentence(case, tmp_path, lib):
     r = _cli("run", "--layout", str(path), "--", "true")
     assert r.returncode == mosaic.EXIT_USAGE
     line = _sentence(r.stderr)
-    assert line.startswith("xlat: ") and expected in line and line.endswith(".")
+    assert line.startswith("xlat: error: ") and expected in line and line.endswith(".")
 
 
 def test_cli_too_few_huge_pages(tmp_path, lib):
     path = tmp_path / "huge.toml"
-    path.write_text('version = 1\n[heap]\nsize = "2TiB"\nwindows = [{offset = "0", length = "2TiB", page = "2MB"}]\n')
+    path.write_text(
+        'version = 1\n[heap]\nsize = "2TiB"\nwindows = [{offset = "0", length = "2TiB", page = "2MB"}]\n'
+    )
     r = _cli("run", "--layout", str(path), "--", "true")
     assert r.returncode == mosaic.EXIT_USAGE
     line = _sentence(r.stderr)
@@ -441,7 +512,7 @@ def test_cli_thp_cannot_do_1gb(lib):
 def test_cli_missing_program(lib):
     r = _cli("run", "--layout", str(LAYOUTS / "all-4KB.toml"), "--", "no-such-program-xlat")
     assert r.returncode == mosaic.EXIT_USAGE
-    assert _sentence(r.stderr) == "xlat: program 'no-such-program-xlat' was not found on PATH."
+    assert _sentence(r.stderr) == "xlat: error: program 'no-such-program-xlat' was not found on PATH."
 
 
 def test_cli_runs_program_and_verifies(lib):
@@ -461,7 +532,9 @@ def test_library_validates_its_environment_again(lib):
     env = dict(os.environ, LD_PRELOAD=str(lib), XLAT_MOSAIC_HEAP=overlapping)
     r = subprocess.run(["true"], env=env, capture_output=True, text=True)
     assert r.returncode == 127
-    assert _sentence(r.stderr) == "xlat-mosaic: environment variable XLAT_MOSAIC_HEAP has overlapping windows."
+    assert (
+        _sentence(r.stderr) == "xlat-mosaic: environment variable XLAT_MOSAIC_HEAP has overlapping windows."
+    )
     env["XLAT_MOSAIC_HEAP"] = f"{GIB} {MIB}:{2 * MIB}:{2 * MIB}"
     r = subprocess.run(["true"], env=env, capture_output=True, text=True)
     assert r.returncode == 127 and "not a positive multiple of its page size" in _sentence(r.stderr)

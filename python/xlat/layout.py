@@ -88,7 +88,7 @@ def format_size(n: int) -> str:
 def parse_size(value: Any, where: str) -> int:
     """Bytes from an integer or a string such as ``"2MiB"``; ``where`` names the field in errors."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise LayoutError(f"{where} must be a number of bytes or a string like \"2MiB\", not {value!r}.")
+        raise LayoutError(f'{where} must be a number of bytes or a string like "2MiB", not {value!r}.')
     if isinstance(value, int):
         if value < 0:
             raise LayoutError(f"{where} must not be negative, but is {value}.")
@@ -172,7 +172,7 @@ class Layout:
 def _parse_window(pool: str, i: int, raw: Any, src: str) -> Window:
     where = f"{src}: pool '{pool}' window {i}"
     if not isinstance(raw, dict):
-        raise LayoutError(f"{where} must be a table like {{ offset = \"0\", length = \"2MiB\", page = \"2MB\" }}.")
+        raise LayoutError(f'{where} must be a table like {{ offset = "0", length = "2MiB", page = "2MB" }}.')
     unknown = sorted(set(raw) - _WINDOW_KEYS)
     if unknown:
         raise LayoutError(f"{where} has unknown key '{unknown[0]}' (allowed: offset, length, page).")
@@ -181,7 +181,7 @@ def _parse_window(pool: str, i: int, raw: Any, src: str) -> Window:
             raise LayoutError(f"{where} is missing '{key}'.")
     page_name = raw["page"]
     if page_name not in PAGE_SIZES:
-        raise LayoutError(f"{where}: page {page_name!r} is not one of \"4KB\", \"2MB\", \"1GB\".")
+        raise LayoutError(f'{where}: page {page_name!r} is not one of "4KB", "2MB", "1GB".')
     page = PAGE_SIZES[page_name]
     offset = parse_size(raw["offset"], f"{where}: offset")
     length = parse_size(raw["length"], f"{where}: length")
@@ -238,7 +238,9 @@ def _parse_pool(name: str, raw: Any, src: str) -> Pool:
             )
     huge = sum(1 for w in windows if w.page != PAGE_SIZES["4KB"])
     if huge > MAX_WINDOWS:
-        raise LayoutError(f"{src}: pool '{name}' has {huge} huge-page windows, more than the {MAX_WINDOWS} allowed.")
+        raise LayoutError(
+            f"{src}: pool '{name}' has {huge} huge-page windows, more than the {MAX_WINDOWS} allowed."
+        )
     return Pool(name=name, size=size, windows=windows)
 
 
@@ -259,7 +261,9 @@ def parse_layout(data: str | dict[str, Any], source: str = "<layout>") -> Layout
     if "version" not in data:
         raise LayoutError(f"{source}: 'version' is missing (this reader understands version = 1).")
     if data["version"] != 1 or isinstance(data["version"], bool):
-        raise LayoutError(f"{source}: version {data['version']!r} is not supported (this reader understands 1).")
+        raise LayoutError(
+            f"{source}: version {data['version']!r} is not supported (this reader understands 1)."
+        )
     for key in ("name", "description"):
         if key in data and not isinstance(data[key], str):
             raise LayoutError(f"{source}: '{key}' must be a string, not {data[key]!r}.")

@@ -163,7 +163,9 @@ def check_huge_pages(layout: Layout, mode: str) -> None:
             )
         enabled = Path("/sys/kernel/mm/transparent_hugepage/enabled")
         if need["2MB"] and enabled.exists() and "[never]" in enabled.read_text():
-            raise MosaicError("transparent huge pages are disabled on this machine ([never]); use --mode hugetlb.")
+            raise MosaicError(
+                "transparent huge pages are disabled on this machine ([never]); use --mode hugetlb."
+            )
         return
     have = status()
     for name, n in need.items():
@@ -194,8 +196,13 @@ def _resolve_program(prog: str) -> str:
     return found
 
 
-def mosaic_env(layout: Layout, mode: str = "hugetlb", best_effort: bool = False,
-               report_dir: str | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
+def mosaic_env(
+    layout: Layout,
+    mode: str = "hugetlb",
+    best_effort: bool = False,
+    report_dir: str | None = None,
+    base: dict[str, str] | None = None,
+) -> dict[str, str]:
     """The environment that runs a program under ``layout`` (the preload plus XLAT_MOSAIC_*)."""
     env = dict(os.environ if base is None else base)
     lib = str(library_path())
@@ -211,9 +218,18 @@ def mosaic_env(layout: Layout, mode: str = "hugetlb", best_effort: bool = False,
     return env
 
 
-def run(layout: Layout | str | Path, argv: list[str], mode: str = "hugetlb", verify: bool = False,
-        best_effort: bool = False, *, report_to=None, reports: list | None = None, stdout=None,
-        stderr=None) -> int:
+def run(
+    layout: Layout | str | Path,
+    argv: list[str],
+    mode: str = "hugetlb",
+    verify: bool = False,
+    best_effort: bool = False,
+    *,
+    report_to=None,
+    reports: list | None = None,
+    stdout=None,
+    stderr=None,
+) -> int:
     """Run ``argv`` with its memory backed by ``layout``; returns the program's exit status
     (128 + N if killed by signal N).  With ``verify``, a per-window report goes to ``report_to``
     (default stderr), the :class:`VerifyReport` is appended to ``reports`` if given, and a program
@@ -322,12 +338,21 @@ def parse_map(text: str) -> MapFile:
         elif f[0] == "mode":
             mode = f[1]
         elif f[0] == "pool":
-            pools[f[1]] = {"start": int(f[2]), "size": int(f[3]), "brk": int(f[4]),
-                           "fallback_bytes": int(f[5]), "fallback_count": int(f[6]),
-                           "high_water": int(f[7]) if len(f) > 7 else 0}
+            pools[f[1]] = {
+                "start": int(f[2]),
+                "size": int(f[3]),
+                "brk": int(f[4]),
+                "fallback_bytes": int(f[5]),
+                "fallback_count": int(f[6]),
+                "high_water": int(f[7]) if len(f) > 7 else 0,
+            }
         elif f[0] == "window":
-            windows[(f[1], int(f[2]))] = {"length": int(f[3]), "page": int(f[4]), "backing": f[5],
-                                          "start": int(f[6])}
+            windows[(f[1], int(f[2]))] = {
+                "length": int(f[3]),
+                "page": int(f[4]),
+                "backing": f[5],
+                "start": int(f[6]),
+            }
     return MapFile(pid, mode, pools, windows)
 
 
@@ -364,8 +389,10 @@ class VerifyReport:
 
     def format(self) -> str:
         lines = [f"xlat verify: pid {self.pid}, mode {self.mode}, layout '{self.layout_name}'"]
-        hdr = f"  {'pool':5} {'window':6} {'offset':>8} {'length':>8} {'asked':>5}  {'obtained':22} " \
-              f"{'rss':>10} {'anon-huge':>10} {'hugetlb':>10}  status"
+        hdr = (
+            f"  {'pool':5} {'window':6} {'offset':>8} {'length':>8} {'asked':>5}  {'obtained':22} "
+            f"{'rss':>10} {'anon-huge':>10} {'hugetlb':>10}  status"
+        )
         lines.append(hdr)
         for c in self.checks:
             win = "rest" if c.index is None else str(c.index)
@@ -379,8 +406,10 @@ class VerifyReport:
                 f"{c.rss_kb:>8}kB {c.anon_huge_kb:>8}kB {c.hugetlb_kb:>8}kB  {st}"
             )
         if self.used:
-            lines.append("  pool use (highest offset reached): " + ", ".join(
-                f"{name} {_human(n)}" for name, n in self.used.items()))
+            lines.append(
+                "  pool use (highest offset reached): "
+                + ", ".join(f"{name} {_human(n)}" for name, n in self.used.items())
+            )
         for p in self.problems:
             lines.append(f"  problem: {p}")
         lines.append("  verdict: layout honoured" if self.honoured else "  verdict: layout NOT honoured")
@@ -414,7 +443,9 @@ def check(map_text: str, smaps_text: str, layout: Layout, mode: str | None = Non
             rep.problems.append(f"the library did not report the {pool.name} pool.")
             continue
         if info["size"] != pool.size:
-            rep.problems.append(f"the {pool.name} pool has {info['size']} bytes, not the {pool.size} asked for.")
+            rep.problems.append(
+                f"the {pool.name} pool has {info['size']} bytes, not the {pool.size} asked for."
+            )
         if info["fallback_count"]:
             rep.problems.append(
                 f"{info['fallback_count']} mappings ({format_size(info['fallback_bytes'])}) did not fit in the "
@@ -457,8 +488,11 @@ def check(map_text: str, smaps_text: str, layout: Layout, mode: str | None = Non
                 ok = False
                 obtained = f"{_kernel_sizes(ov)} ({backing})"
                 note = "huge pages were not obtained"
-            rep.checks.append(WindowCheck(pool.name, idx, w.offset, w.length, w.page_name, obtained,
-                                          rss, ahp, htlb, ok, note))
+            rep.checks.append(
+                WindowCheck(
+                    pool.name, idx, w.offset, w.length, w.page_name, obtained, rss, ahp, htlb, ok, note
+                )
+            )
         # the rest of the pool must be plain 4KB memory
         pa, pb = base, base + pool.size
         rest = []
@@ -467,10 +501,21 @@ def check(map_text: str, smaps_text: str, layout: Layout, mode: str | None = Non
                 continue
             rest.append(v)
         ok = all(v.kernel_page_kb == 4 and v.anon_huge_kb == 0 for v in rest)
-        rep.checks.append(WindowCheck(pool.name, None, 0, pool.size, "4KB", _kernel_sizes(rest),
-                                      sum(v.rss_kb for v in rest), sum(v.anon_huge_kb for v in rest),
-                                      sum(v.hugetlb_kb for v in rest), ok,
-                                      "" if ok else "huge pages outside the windows"))
+        rep.checks.append(
+            WindowCheck(
+                pool.name,
+                None,
+                0,
+                pool.size,
+                "4KB",
+                _kernel_sizes(rest),
+                sum(v.rss_kb for v in rest),
+                sum(v.anon_huge_kb for v in rest),
+                sum(v.hugetlb_kb for v in rest),
+                ok,
+                "" if ok else "huge pages outside the windows",
+            )
+        )
     return rep
 
 
@@ -496,7 +541,9 @@ def verify_live(pid: int, report_dir: str | Path, layout: Layout) -> VerifyRepor
     except OSError as err:
         raise MosaicError(f"cannot read /proc/{pid}/smaps ({err.strerror}).") from None
     if not mp.exists():
-        raise MosaicError(f"process {pid} has no map file in {report_dir}; was it run with XLAT_MOSAIC_REPORT?")
+        raise MosaicError(
+            f"process {pid} has no map file in {report_dir}; was it run with XLAT_MOSAIC_REPORT?"
+        )
     return check(mp.read_text(), smaps, layout)
 
 
@@ -504,7 +551,7 @@ def verify_live(pid: int, report_dir: str | Path, layout: Layout) -> VerifyRepor
 
 
 def _fail(msg: str) -> int:
-    print(f"xlat: {msg}", file=sys.stderr)
+    print(f"xlat: error: {msg}", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -542,17 +589,30 @@ def register_cli(subparsers) -> None:
     """Add ``run`` and ``hugepages`` to an argparse subparsers object; each parser's ``func``
     default takes the parsed namespace and returns the process exit status."""
     p = subparsers.add_parser(
-        "run", help="run a program with its memory backed by a page-size layout",
+        "run",
+        help="run a program with its memory backed by a page-size layout",
         description="Run an unmodified, dynamically linked program with its heap, anonymous and file "
-                    "mappings served from pools backed by the layout's mosaic of 4KB/2MB/1GB pages.",
+        "mappings served from pools backed by the layout's mosaic of 4KB/2MB/1GB pages.",
     )
-    p.add_argument("--layout", required=True, metavar="LAYOUT.toml", help="layout file (docs/layout-format.md)")
-    p.add_argument("--mode", choices=("hugetlb", "thp"), default="hugetlb",
-                   help="hugetlb: MAP_HUGETLB pages reserved up front (default); thp: madvise(MADV_HUGEPAGE)")
-    p.add_argument("--verify", action="store_true",
-                   help="report per window the page sizes obtained (from smaps at exit); exit 3 if not honoured")
-    p.add_argument("--best-effort", action="store_true",
-                   help="run even if huge pages are missing, on 4KB pages where needed")
+    p.add_argument(
+        "--layout", required=True, metavar="LAYOUT.toml", help="layout file (docs/layout-format.md)"
+    )
+    p.add_argument(
+        "--mode",
+        choices=("hugetlb", "thp"),
+        default="hugetlb",
+        help="hugetlb: MAP_HUGETLB pages reserved up front (default); thp: madvise(MADV_HUGEPAGE)",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="report per window the page sizes obtained (from smaps at exit); exit 3 if not honoured",
+    )
+    p.add_argument(
+        "--best-effort",
+        action="store_true",
+        help="run even if huge pages are missing, on 4KB pages where needed",
+    )
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     p.set_defaults(func=_cmd_run)
 
