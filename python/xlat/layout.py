@@ -158,6 +158,29 @@ class Layout:
                 need[w.page_name] += w.length // w.page
         return need
 
+    def to_toml(self) -> str:
+        """The layout as a version-1 TOML file that :func:`parse_layout` reads back unchanged."""
+
+        def q(text: str) -> str:
+            return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        lines = ["version = 1"]
+        if self.name is not None:
+            lines.append(f"name = {q(self.name)}")
+        if self.description is not None:
+            lines.append(f"description = {q(self.description)}")
+        for pool in self.pools:
+            lines += ["", f"[{pool.name}]", f'size = "{format_size(pool.size)}"']
+            if pool.windows:
+                lines.append("windows = [")
+                for w in pool.windows:
+                    lines.append(
+                        f'  {{ offset = "{format_size(w.offset) if w.offset else 0}", '
+                        f'length = "{format_size(w.length)}", page = "{w.page_name}" }},'
+                    )
+                lines.append("]")
+        return "\n".join(lines) + "\n"
+
     def to_env(self) -> dict[str, str]:
         """The environment variables that hand this layout to libxlat_mosaic.so.
 
