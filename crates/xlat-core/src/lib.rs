@@ -1,9 +1,30 @@
-//! xlat-core: the simulator of the address-translation path.
+//! xlat-core: the functional ("partial") simulator of the address-translation path.
 //!
-//! This crate currently holds only the seam the simulator plugs into: a [`Model`] consumes
-//! batches of events from any [`EventSource`] through [`run`]. The [`PassThrough`] model counts
-//! what flows through so that the pipeline (trace or workload -> model -> report) is exercised
-//! end to end; the OS model, TLBs, page-walk caches, walker and memory model replace it.
+//! An OS model ([`os`]: VMAs from the trace's syscalls, a buddy allocator, radix page tables in
+//! simulated physical memory, page-size policies), an MMU model ([`mmu`]: TLB hierarchy,
+//! paging-structure caches; the walker is in [`sim`]) and a memory model ([`mem`]: caches the
+//! walk loads go through), driven by any [`EventSource`] and producing counters.
+//!
+//! ```
+//! use xlat_core::{config::Config, presets, sim};
+//! let cfg = Config::from_toml("skylake", presets::get("skylake").unwrap(), &["os.policy=thp".into()]).unwrap();
+//! let mut src = xlat_trace::source::open("workload:gups?size=1GiB&accesses=10000").unwrap();
+//! let r = sim::simulate(src.as_mut(), "gups", &cfg, |_| {}).unwrap();
+//! assert_eq!(r.counters["accesses"], 10000);
+//! assert!(r.counters["walker.walks"] <= r.counters["tlb_level1.data.misses"]);
+//! ```
+
+pub mod config;
+pub mod layout;
+pub mod mem;
+pub mod mmu;
+pub mod os;
+pub mod presets;
+pub mod setassoc;
+pub mod sim;
+
+pub use config::{Config, ConfigError};
+pub use sim::{simulate, simulate_many, SimResult, Simulator};
 
 use serde::Serialize;
 use std::collections::HashSet;

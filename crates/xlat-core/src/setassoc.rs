@@ -1,0 +1,314 @@
+//! The set-associative array shared by TLBs, paging-structure caches and data caches (as
+//! ChampSim shares its cache code): `sets x ways` slots of a 64-bit tag and a 64-bit payload,
+//! with a replacement policy per set. Any set count works (the index is `key % sets`, a mask
+//! when `sets` is a power of two), so 1536 entries / 12 ways = 128 sets and 2048 / 12 work alike.
+
+use serde::{Deserialize, Serialize};
+
+/// Tag of an empty slot. Callers never use it as a real tag (TLB and cache keys leave the top
+/// bits clear or are constructed so that they never equal it).
+pub const INVALID: u64 = u64::MAX;
+
+/// Which way of a full set is evicted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum Replacement {
+    /// True least-recently-used (per-slot last-use stamps).
+    Lru,
+    /// Tree pseudo-LRU: one bit per inner node of a binary tree over the ways pointing away
+    /// from the most recently used half. Ways that are not a power of two use the tree over the
+    /// next power of two and never choose a leaf that does not exist.
+    TreePlru,
+    /// First in, first out: the oldest fill is evicted; hits do not change the order.
+    Fifo,
+    /// A uniformly random way (xorshift64*, seeded from the configuration's seed).
+    Random,
+}
+
+impl Replacement {
+    pub fn name(self) -> &'static str {
+        match self {
+            Replacement::Lru => "lru",
+            Replacement::TreePlru => "tree-plru",
+            Replacement::Fifo => "fifo",
+            Replacement::Random => "random",
+        }
+    }
+}
+
+/// Set-associative storage: tags and payloads in set-major order.
+#[derive(Debug, Clone)]
+pub struct SetAssoc {
+    sets: usize,
+    ways: usize,
+    /// `sets - 1` when `sets` is a power of two, else 0 (and `%` is used).
+    mask: u64,
+    pow2: bool,
+    tags: Vec<u64>,
+    data: Vec<u64>,
+    repl: Replacement,
+    /// LRU: last use; FIFO: fill time. Empty for the other policies.
+    stamp: Vec<u64>,
+    clock: u64,
+    /// Tree-PLRU bits, one word per set (node `n` of the heap-ordered tree is bit `n`).
+    plru: Vec<u64>,
+    /// Leaves of the PLRU tree (ways rounded up to a power of two).
+    plru_leaves: usize,
+    rng: u64,
+}
+
+impl SetAssoc {
+    /// `entries` must be a multiple of `ways` (checked by the configuration builder).
+    pub fn new(entries: usize, ways: usize, repl: Replacement, seed: u64) -> SetAssoc {
+        assert!(ways > 0 && entries >= ways && entries % ways == 0, "validated by config");
+        let sets = entries / ways;
+        let pow2 = sets.is_power_of_two();
+        let plru_leaves = ways.next_power_of_two();
+        assert!(repl != Replacement::TreePlru || plru_leaves <= 64, "validated by config");
+        SetAssoc {
+            sets,
+            ways,
+            mask: if pow2 { sets as u64 - 1 } else { 0 },
+            pow2,
+            tags: vec![INVALID; entries],
+            data: vec![0; entries],
+            repl,
+            stamp: match repl {
+                Replacement::Lru | Replacement::Fifo => vec![0; entries],
+                _ => Vec::new(),
+            },
+            clock: 0,
+            plru: if repl == Replacement::TreePlru { vec![0; sets] } else { Vec::new() },
+            plru_leaves,
+            rng: seed | 1,
+        }
+    }
+
+    #[inline(always)]
+    pub fn sets(&self) -> usize {
+        self.sets
+    }
+    #[inline(always)]
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+
+    /// The set that `index_key` maps to.
+    #[inline(always)]
+    pub fn set_of(&self, index_key: u64) -> usize {
+        if self.pow2 {
+            (index_key & self.mask) as usize
+        } else {
+            (index_key % self.sets as u64) as usize
+        }
+    }
+
+    /// Look `tag` up in `set`; on a hit update the replacement state and return the payload.
+    #[inline(always)]
+    pub fn lookup(&mut self, set: usize, tag: u64) -> Option<u64> {
+        let base = set * self.ways;
+        let row = &self.tags[base..base + self.ways];
+        for (w, &t) in row.iter().enumerate() {
+            if t == tag {
+                self.touch(set, w);
+                return Some(self.data[base + w]);
+            }
+        }
+        None
+    }
+
+    /// Whether `tag` is in `set`, without changing any state.
+    pub fn contains(&self, set: usize, tag: u64) -> bool {
+        let base = set * self.ways;
+        self.tags[base..base + self.ways].contains(&tag)
+    }
+
+    #[inline(always)]
+    fn touch(&mut self, set: usize, way: usize) {
+        match self.repl {
+            Replacement::Lru => {
+                self.clock += 1;
+                self.stamp[set * self.ways + way] = self.clock;
+            }
+            Replacement::TreePlru => self.plru_touch(set, way),
+            Replacement::Fifo | Replacement::Random => {}
+        }
+    }
+
+    fn plru_touch(&mut self, set: usize, way: usize) {
+        // Walk from the root to the leaf `way`, pointing every node away from the path taken.
+        let mut bits = self.plru[set];
+        let mut node = 1usize;
+        let mut span = self.plru_leaves;
+        let mut lo = 0usize;
+        while span > 1 {
+            span /= 2;
+            let right = way >= lo + span;
+            if right {
+                bits &= !(1u64 << node); // next victim on the left
+                lo += span;
+                node = 2 * node + 1;
+            } else {
+                bits |= 1u64 << node; // next victim on the right
+                node *= 2;
+            }
+        }
+        self.plru[set] = bits;
+    }
+
+    fn plru_victim(&self, set: usize) -> usize {
+        let bits = self.plru[set];
+        let mut node = 1usize;
+        let mut span = self.plru_leaves;
+        let mut lo = 0usize;
+        while span > 1 {
+            span /= 2;
+            // Go right when the bit says so and the right half holds at least one real way.
+            let right = (bits >> node) & 1 == 1 && lo + span < self.ways;
+            if right {
+                lo += span;
+                node = 2 * node + 1;
+            } else {
+                node *= 2;
+            }
+        }
+        lo
+    }
+
+    fn victim(&mut self, set: usize) -> usize {
+        let base = set * self.ways;
+        if let Some(w) = self.tags[base..base + self.ways].iter().position(|&t| t == INVALID) {
+            return w;
+        }
+        match self.repl {
+            Replacement::Lru | Replacement::Fifo => {
+                let row = &self.stamp[base..base + self.ways];
+                let mut best = 0;
+                for w in 1..self.ways {
+                    if row[w] < row[best] {
+                        best = w;
+                    }
+                }
+                best
+            }
+            Replacement::TreePlru => self.plru_victim(set),
+            Replacement::Random => {
+                // xorshift64*: deterministic per seed.
+                let mut x = self.rng;
+                x ^= x >> 12;
+                x ^= x << 25;
+                x ^= x >> 27;
+                self.rng = x;
+                let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+                ((r as u128 * self.ways as u128) >> 64) as usize
+            }
+        }
+    }
+
+    /// Insert `tag` into `set` (the caller knows it is absent); returns the evicted valid tag
+    /// and payload, if any.
+    pub fn insert(&mut self, set: usize, tag: u64, data: u64) -> Option<(u64, u64)> {
+        let w = self.victim(set);
+        let i = set * self.ways + w;
+        let old = self.tags[i];
+        let evicted = (old != INVALID).then(|| (old, self.data[i]));
+        self.tags[i] = tag;
+        self.data[i] = data;
+        match self.repl {
+            Replacement::Lru | Replacement::Fifo => {
+                self.clock += 1;
+                self.stamp[i] = self.clock;
+            }
+            Replacement::TreePlru => self.plru_touch(set, w),
+            Replacement::Random => {}
+        }
+        evicted
+    }
+
+    /// Invalidate every slot whose tag satisfies `pred`; returns how many.
+    pub fn invalidate_if(&mut self, mut pred: impl FnMut(u64) -> bool) -> u64 {
+        let mut n = 0;
+        for t in self.tags.iter_mut() {
+            if *t != INVALID && pred(*t) {
+                *t = INVALID;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Invalidate everything; returns how many valid slots there were.
+    pub fn clear(&mut self) -> u64 {
+        self.invalidate_if(|_| true)
+    }
+
+    /// Valid tags of one set, in way order (for tests).
+    pub fn set_tags(&self, set: usize) -> Vec<u64> {
+        let base = set * self.ways;
+        self.tags[base..base + self.ways]
+            .iter()
+            .copied()
+            .filter(|&t| t != INVALID)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fill a 1-set, 4-way array with tags 10..14, hit 10, insert 20: returns the evicted tag.
+    fn evict_after_hit(r: Replacement) -> u64 {
+        let mut s = SetAssoc::new(4, 4, r, 1);
+        for t in 10..14 {
+            assert!(s.insert(0, t, t).is_none());
+        }
+        assert_eq!(s.lookup(0, 10), Some(10));
+        s.insert(0, 20, 0).unwrap().0
+    }
+
+    #[test]
+    fn lru_plru_fifo_orders_by_hand() {
+        // LRU order after A B C D A: B is least recently used.
+        assert_eq!(evict_after_hit(Replacement::Lru), 11);
+        // Tree-PLRU: after touches 0,1,2,3 the root points left, node 2 to way 0; the hit on
+        // way 0 flips the root right and node 3 points at way 2 (it was last set by way 3).
+        assert_eq!(evict_after_hit(Replacement::TreePlru), 12);
+        // FIFO ignores the hit: the first filled (A) goes.
+        assert_eq!(evict_after_hit(Replacement::Fifo), 10);
+    }
+
+    #[test]
+    fn plru_with_twelve_ways_never_picks_a_missing_leaf() {
+        let mut s = SetAssoc::new(12, 12, Replacement::TreePlru, 1);
+        for t in 0..1000u64 {
+            if s.lookup(0, t % 17).is_none() {
+                s.insert(0, t % 17, 0);
+            }
+            assert!(s.plru_victim(0) < 12);
+        }
+        assert_eq!(s.set_tags(0).len(), 12);
+    }
+
+    #[test]
+    fn non_power_of_two_sets_index_by_modulo() {
+        let s = SetAssoc::new(1536, 12, Replacement::Lru, 1); // 128 sets: a mask
+        assert_eq!(s.set_of(130), 2);
+        let s = SetAssoc::new(2048, 16, Replacement::Lru, 1);
+        assert_eq!(s.sets(), 128);
+        let s = SetAssoc::new(1536, 16, Replacement::Lru, 1); // 96 sets
+        assert_eq!(s.sets(), 96);
+        assert_eq!(s.set_of(96 + 5), 5);
+        assert_eq!(s.set_of(1000), 1000 % 96);
+    }
+
+    #[test]
+    fn random_is_deterministic_per_seed() {
+        let run = |seed| {
+            let mut s = SetAssoc::new(8, 8, Replacement::Random, seed);
+            (0..100u64).filter_map(|t| s.insert(0, t, 0).map(|e| e.0)).collect::<Vec<_>>()
+        };
+        assert_eq!(run(7), run(7));
+        assert_ne!(run(7), run(8));
+    }
+}
