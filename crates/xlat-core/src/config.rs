@@ -513,9 +513,9 @@ impl Config {
         if m.max_order > 20 {
             return err(format!("config '{c}': memory.max_order = {} must be at most 20.", m.max_order));
         }
-        if m.size.0 < (1 << 21) || m.size.0 % 4096 != 0 || m.size.0 > (1u64 << 46) {
+        if m.size.0 < (1 << 21) || m.size.0 % 4096 != 0 || m.size.0 > (1u64 << 42) {
             return err(format!(
-                "config '{c}': memory.size = {} must be a multiple of 4KiB between 2MiB and 64TiB.",
+                "config '{c}': memory.size = {} must be a multiple of 4KiB between 2MiB and 4TiB.",
                 m.size.0
             ));
         }

@@ -43,7 +43,7 @@ impl Caches {
                 .enumerate()
                 .map(|(i, c)| Cache {
                     name: c.name.clone(),
-                    arr: SetAssoc::new(
+                    arr: SetAssoc::new_tags_only(
                         (c.size.0 / c.line) as usize,
                         c.ways as usize,
                         c.replacement,
@@ -65,36 +65,26 @@ impl Caches {
     #[inline]
     pub fn access(&mut self, pa: u64, from: usize, walk: bool) -> (usize, u64) {
         let n = self.levels.len();
-        let mut hit = n;
+        // Every level that misses allocates the line (in the same pass: the order of fills
+        // does not matter, each level is independent).
         for l in from..n {
             let c = &mut self.levels[l];
             let line = pa >> c.line_shift;
             let set = c.arr.set_of(line);
             c.stats.accesses += 1;
             c.stats.walk_accesses += walk as u64;
-            if c.arr.lookup(set, line).is_some() {
+            let (hit, evicted) = c.arr.access(set, line);
+            if hit {
                 c.stats.hits += 1;
                 c.stats.walk_hits += walk as u64;
-                hit = l;
-                break;
+                return (l, c.latency);
             }
-        }
-        if hit == n {
-            self.dram_accesses += 1;
-            self.dram_walk_accesses += walk as u64;
-        }
-        // Fill the levels that missed.
-        for l in from..hit {
-            let c = &mut self.levels[l];
-            let line = pa >> c.line_shift;
-            let set = c.arr.set_of(line);
             c.stats.fills += 1;
-            if c.arr.insert(set, line, 0).is_some() {
-                c.stats.evictions += 1;
-            }
+            c.stats.evictions += evicted as u64;
         }
-        let lat = if hit == n { self.dram_latency } else { self.levels[hit].latency };
-        (hit, lat)
+        self.dram_accesses += 1;
+        self.dram_walk_accesses += walk as u64;
+        (n, self.dram_latency)
     }
 
     pub fn stats(&self) -> Vec<(String, CacheStats)> {

@@ -36,7 +36,9 @@ impl Replacement {
     }
 }
 
-/// Set-associative storage: tags and payloads in set-major order.
+/// Set-associative storage. Each set is one contiguous row of the host array: its tags, then
+/// (LRU/FIFO) its stamps, then (if any) its payloads, so that a probe of a large structure (an
+/// LLC) costs one host cache miss and the adjacent-line prefetch, not one miss per array.
 #[derive(Debug, Clone)]
 pub struct SetAssoc {
     sets: usize,
@@ -44,11 +46,14 @@ pub struct SetAssoc {
     /// `sets - 1` when `sets` is a power of two, else 0 (and `%` is used).
     mask: u64,
     pow2: bool,
-    tags: Vec<u64>,
-    data: Vec<u64>,
+    mem: Vec<u64>,
+    /// u64 words per set.
+    stride: usize,
+    /// Offset of the stamps (LRU: last use; FIFO: fill time; 0 = empty slot) in a row, if any.
+    stamp_at: Option<usize>,
+    /// Offset of the payloads in a row, if any.
+    data_at: Option<usize>,
     repl: Replacement,
-    /// LRU: last use; FIFO: fill time. Empty for the other policies.
-    stamp: Vec<u64>,
     clock: u64,
     /// Tree-PLRU bits, one word per set (node `n` of the heap-ordered tree is bit `n`).
     plru: Vec<u64>,
@@ -60,23 +65,43 @@ pub struct SetAssoc {
 impl SetAssoc {
     /// `entries` must be a multiple of `ways` (checked by the configuration builder).
     pub fn new(entries: usize, ways: usize, repl: Replacement, seed: u64) -> SetAssoc {
+        Self::with_payload(entries, ways, repl, seed, true)
+    }
+
+    /// Without a payload (caches only need tags): less host memory touched per access.
+    pub fn new_tags_only(entries: usize, ways: usize, repl: Replacement, seed: u64) -> SetAssoc {
+        Self::with_payload(entries, ways, repl, seed, false)
+    }
+
+    fn with_payload(entries: usize, ways: usize, repl: Replacement, seed: u64, payload: bool) -> SetAssoc {
         assert!(ways > 0 && entries >= ways && entries % ways == 0, "validated by config");
         let sets = entries / ways;
         let pow2 = sets.is_power_of_two();
         let plru_leaves = ways.next_power_of_two();
         assert!(repl != Replacement::TreePlru || plru_leaves <= 64, "validated by config");
+        let stamped = matches!(repl, Replacement::Lru | Replacement::Fifo);
+        let stamp_at = stamped.then_some(ways);
+        let data_at = payload.then_some(ways * (1 + stamped as usize));
+        let stride = ways * (1 + stamped as usize + payload as usize);
+        let n = sets * stride;
+        let mut mem = Vec::with_capacity(n);
+        if n >= 1 << 18 {
+            crate::os::pagetable::advise_huge(mem.as_mut_ptr() as *mut u8, n * 8);
+        }
+        mem.resize(n, 0);
+        for set in 0..sets {
+            mem[set * stride..set * stride + ways].fill(INVALID);
+        }
         SetAssoc {
             sets,
             ways,
             mask: if pow2 { sets as u64 - 1 } else { 0 },
             pow2,
-            tags: vec![INVALID; entries],
-            data: vec![0; entries],
+            mem,
+            stride,
+            stamp_at,
+            data_at,
             repl,
-            stamp: match repl {
-                Replacement::Lru | Replacement::Fifo => vec![0; entries],
-                _ => Vec::new(),
-            },
             clock: 0,
             plru: if repl == Replacement::TreePlru { vec![0; sets] } else { Vec::new() },
             plru_leaves,
@@ -103,15 +128,16 @@ impl SetAssoc {
         }
     }
 
-    /// Look `tag` up in `set`; on a hit update the replacement state and return the payload.
+    /// Look `tag` up in `set`; on a hit update the replacement state and return the payload
+    /// (0 without payloads).
     #[inline(always)]
     pub fn lookup(&mut self, set: usize, tag: u64) -> Option<u64> {
-        let base = set * self.ways;
-        let row = &self.tags[base..base + self.ways];
+        let base = set * self.stride;
+        let row = &self.mem[base..base + self.ways];
         for (w, &t) in row.iter().enumerate() {
             if t == tag {
                 self.touch(set, w);
-                return Some(self.data[base + w]);
+                return Some(self.data_at.map_or(0, |d| self.mem[base + d + w]));
             }
         }
         None
@@ -119,8 +145,8 @@ impl SetAssoc {
 
     /// Whether `tag` is in `set`, without changing any state.
     pub fn contains(&self, set: usize, tag: u64) -> bool {
-        let base = set * self.ways;
-        self.tags[base..base + self.ways].contains(&tag)
+        let base = set * self.stride;
+        self.mem[base..base + self.ways].contains(&tag)
     }
 
     #[inline(always)]
@@ -128,7 +154,8 @@ impl SetAssoc {
         match self.repl {
             Replacement::Lru => {
                 self.clock += 1;
-                self.stamp[set * self.ways + way] = self.clock;
+                let at = set * self.stride + self.ways + way;
+                self.mem[at] = self.clock;
             }
             Replacement::TreePlru => self.plru_touch(set, way),
             Replacement::Fifo | Replacement::Random => {}
@@ -176,48 +203,62 @@ impl SetAssoc {
     }
 
     fn victim(&mut self, set: usize) -> usize {
-        let base = set * self.ways;
-        if let Some(w) = self.tags[base..base + self.ways].iter().position(|&t| t == INVALID) {
+        let base = set * self.stride;
+        if let Some(sa) = self.stamp_at {
+            // Empty slots have stamp 0 and valid ones >= 1, so one pass finds the first empty
+            // slot or else the oldest.
+            let row = &self.mem[base + sa..base + sa + self.ways];
+            let mut best = 0;
+            let mut min = row[0];
+            for (w, &st) in row.iter().enumerate().skip(1) {
+                if st < min {
+                    min = st;
+                    best = w;
+                }
+            }
+            return best;
+        }
+        if let Some(w) = self.mem[base..base + self.ways].iter().position(|&t| t == INVALID) {
             return w;
         }
-        match self.repl {
-            Replacement::Lru | Replacement::Fifo => {
-                let row = &self.stamp[base..base + self.ways];
-                let mut best = 0;
-                for w in 1..self.ways {
-                    if row[w] < row[best] {
-                        best = w;
-                    }
-                }
-                best
-            }
-            Replacement::TreePlru => self.plru_victim(set),
-            Replacement::Random => {
-                // xorshift64*: deterministic per seed.
-                let mut x = self.rng;
-                x ^= x >> 12;
-                x ^= x << 25;
-                x ^= x >> 27;
-                self.rng = x;
-                let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
-                ((r as u128 * self.ways as u128) >> 64) as usize
-            }
+        if self.repl == Replacement::TreePlru {
+            return self.plru_victim(set);
         }
+        // xorshift64*: deterministic per seed.
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        ((r as u128 * self.ways as u128) >> 64) as usize
+    }
+
+    /// Look `tag` up and insert it on a miss (allocate on miss, as a cache level does).
+    /// Returns (hit, evicted a valid line).
+    #[inline]
+    pub fn access(&mut self, set: usize, tag: u64) -> (bool, bool) {
+        if self.lookup(set, tag).is_some() {
+            return (true, false);
+        }
+        (false, self.insert(set, tag, 0).is_some())
     }
 
     /// Insert `tag` into `set` (the caller knows it is absent); returns the evicted valid tag
     /// and payload, if any.
     pub fn insert(&mut self, set: usize, tag: u64, data: u64) -> Option<(u64, u64)> {
         let w = self.victim(set);
-        let i = set * self.ways + w;
-        let old = self.tags[i];
-        let evicted = (old != INVALID).then(|| (old, self.data[i]));
-        self.tags[i] = tag;
-        self.data[i] = data;
+        let base = set * self.stride;
+        let old = self.mem[base + w];
+        let evicted = (old != INVALID).then(|| (old, self.data_at.map_or(0, |d| self.mem[base + d + w])));
+        self.mem[base + w] = tag;
+        if let Some(d) = self.data_at {
+            self.mem[base + d + w] = data;
+        }
         match self.repl {
             Replacement::Lru | Replacement::Fifo => {
                 self.clock += 1;
-                self.stamp[i] = self.clock;
+                self.mem[base + self.ways + w] = self.clock;
             }
             Replacement::TreePlru => self.plru_touch(set, w),
             Replacement::Random => {}
@@ -228,10 +269,17 @@ impl SetAssoc {
     /// Invalidate every slot whose tag satisfies `pred`; returns how many.
     pub fn invalidate_if(&mut self, mut pred: impl FnMut(u64) -> bool) -> u64 {
         let mut n = 0;
-        for t in self.tags.iter_mut() {
-            if *t != INVALID && pred(*t) {
-                *t = INVALID;
-                n += 1;
+        for set in 0..self.sets {
+            let base = set * self.stride;
+            for w in 0..self.ways {
+                let t = self.mem[base + w];
+                if t != INVALID && pred(t) {
+                    self.mem[base + w] = INVALID;
+                    if let Some(sa) = self.stamp_at {
+                        self.mem[base + sa + w] = 0;
+                    }
+                    n += 1;
+                }
             }
         }
         n
@@ -244,8 +292,8 @@ impl SetAssoc {
 
     /// Valid tags of one set, in way order (for tests).
     pub fn set_tags(&self, set: usize) -> Vec<u64> {
-        let base = set * self.ways;
-        self.tags[base..base + self.ways]
+        let base = set * self.stride;
+        self.mem[base..base + self.ways]
             .iter()
             .copied()
             .filter(|&t| t != INVALID)

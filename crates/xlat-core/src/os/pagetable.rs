@@ -9,8 +9,8 @@
 
 use crate::config::PageSize;
 
-const PRESENT: u64 = 1;
-const LEAF: u64 = 2;
+const PRESENT: u32 = 1;
+const LEAF: u32 = 2;
 
 /// Index of `va` in a table of `level` (1 = PT ... 5 = PML5).
 #[inline(always)]
@@ -27,22 +27,25 @@ pub enum Entry {
 }
 
 #[inline(always)]
-fn decode(e: u64) -> Entry {
+fn decode(e: u32) -> Entry {
     if e & PRESENT == 0 {
         Entry::Empty
     } else if e & LEAF != 0 {
-        Entry::Leaf(e >> 2)
+        Entry::Leaf((e >> 2) as u64)
     } else {
-        Entry::Table((e >> 2) as u32)
+        Entry::Table(e >> 2)
     }
 }
 
+/// Entries are 32 bits (a 30-bit frame or table number and two flags): half the host memory
+/// of 64-bit entries, which matters because a walk's entry load is the simulator's own cache
+/// miss. Physical memory is therefore limited to 2^30 frames (4 TiB).
 #[derive(Debug, Clone, Default)]
 pub struct PageTables {
     /// Physical address of each table.
     pa: Vec<u64>,
     /// 512 entries per table.
-    entries: Vec<u64>,
+    entries: HostVec,
     /// Present entries per table.
     present: Vec<u16>,
 }
@@ -55,7 +58,7 @@ impl PageTables {
     /// A new empty table at physical frame `pfn`.
     pub fn new_table(&mut self, pfn: u64) -> u32 {
         self.pa.push(pfn << 12);
-        self.entries.extend(std::iter::repeat(0).take(512));
+        self.entries.grow(512);
         self.present.push(0);
         (self.pa.len() - 1) as u32
     }
@@ -70,7 +73,7 @@ impl PageTables {
         decode(self.entries[t as usize * 512 + i])
     }
 
-    fn set(&mut self, t: u32, i: usize, v: u64) {
+    fn set(&mut self, t: u32, i: usize, v: u32) {
         let slot = &mut self.entries[t as usize * 512 + i];
         let was = *slot & PRESENT != 0;
         let now = v & PRESENT != 0;
@@ -156,7 +159,7 @@ impl PageTables {
                 Entry::Empty => {
                     let c = self.new_table(new_pfn().ok_or(())?);
                     created += 1;
-                    self.set(t, i, ((c as u64) << 2) | PRESENT);
+                    self.set(t, i, (c << 2) | PRESENT);
                     c
                 }
                 Entry::Leaf(_) => panic!("mapping {va:#x} under an existing larger page"),
@@ -167,7 +170,8 @@ impl PageTables {
             !matches!(self.entry(t, i), Entry::Leaf(_)),
             "mapping {va:#x} twice"
         );
-        self.set(t, i, (pfn << 2) | PRESENT | LEAF);
+        debug_assert!(pfn < 1 << 30, "validated: memory.size <= 4TiB");
+        self.set(t, i, ((pfn as u32) << 2) | PRESENT | LEAF);
         Ok(created)
     }
 
@@ -239,6 +243,52 @@ impl PageTables {
                 Entry::Leaf(pfn) => out.push((va, pfn, PageSize::from_index(level - 1))),
                 Entry::Table(c) => self.leaves_rec(c, level - 1, va, start, end, out),
             }
+        }
+    }
+}
+
+/// A growable u32 array whose large allocations ask the host kernel for transparent huge
+/// pages: the simulator's page-table entries are read at random, and 4KB host pages would make
+/// every simulated walk a host TLB miss as well.
+#[derive(Debug, Clone, Default)]
+pub struct HostVec {
+    v: Vec<u32>,
+}
+
+impl HostVec {
+    fn grow(&mut self, n: usize) {
+        if self.v.len() + n > self.v.capacity() {
+            let cap = (self.v.capacity() * 2).max(1 << 20).max(self.v.len() + n);
+            let mut nv: Vec<u32> = Vec::with_capacity(cap);
+            advise_huge(nv.as_mut_ptr() as *mut u8, cap * 4);
+            nv.extend_from_slice(&self.v);
+            self.v = nv;
+        }
+        self.v.resize(self.v.len() + n, 0);
+    }
+}
+
+impl std::ops::Deref for HostVec {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        &self.v
+    }
+}
+impl std::ops::DerefMut for HostVec {
+    fn deref_mut(&mut self) -> &mut [u32] {
+        &mut self.v
+    }
+}
+
+/// `madvise(MADV_HUGEPAGE)` on the whole 2MB pages of a buffer (a hint; errors are ignored).
+pub fn advise_huge(p: *mut u8, len: usize) {
+    let start = (p as usize + (2 << 20) - 1) & !((2 << 20) - 1);
+    let end = (p as usize + len) & !((2 << 20) - 1);
+    if end > start {
+        // SAFETY: the range lies inside an allocation we own; madvise only changes how the
+        // kernel backs it.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
         }
     }
 }
