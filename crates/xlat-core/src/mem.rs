@@ -87,6 +87,15 @@ impl Caches {
         (n, self.dram_latency)
     }
 
+    /// Host prefetch of the sets `pa` maps to from level `from` on (no simulated effect).
+    #[inline]
+    pub fn prefetch(&self, pa: u64, from: usize) {
+        for c in &self.levels[from..] {
+            let line = pa >> c.line_shift;
+            c.arr.prefetch(c.arr.set_of(line));
+        }
+    }
+
     pub fn stats(&self) -> Vec<(String, CacheStats)> {
         self.levels
             .iter()

@@ -143,6 +143,12 @@ impl SetAssoc {
         None
     }
 
+    /// Ask the host to bring `set`'s row into its cache (no effect on the simulation).
+    #[inline(always)]
+    pub fn prefetch(&self, set: usize) {
+        prefetch_ptr(self.mem.as_ptr().wrapping_add(set * self.stride));
+    }
+
     /// Whether `tag` is in `set`, without changing any state.
     pub fn contains(&self, set: usize, tag: u64) -> bool {
         let base = set * self.stride;
@@ -299,6 +305,18 @@ impl SetAssoc {
             .filter(|&t| t != INVALID)
             .collect()
     }
+}
+
+/// A host prefetch hint (x86-64 only; elsewhere nothing).
+#[inline(always)]
+pub fn prefetch_ptr<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[cfg(test)]

@@ -73,6 +73,12 @@ impl PageTables {
         decode(self.entries[t as usize * 512 + i])
     }
 
+    /// Host prefetch of an entry (no effect on the simulation).
+    #[inline(always)]
+    pub fn prefetch(&self, t: u32, i: usize) {
+        crate::setassoc::prefetch_ptr(self.entries.as_ptr().wrapping_add(t as usize * 512 + i));
+    }
+
     fn set(&mut self, t: u32, i: usize, v: u32) {
         let slot = &mut self.entries[t as usize * 512 + i];
         let was = *slot & PRESENT != 0;
