@@ -428,7 +428,7 @@ pub(crate) fn from_value<T: serde::de::DeserializeOwned>(what: &str, v: toml::Va
 /// Parse TOML text into a table, one sentence on error.
 pub(crate) fn parse_toml(what: &str, text: &str) -> Result<toml::Table> {
     text.parse::<toml::Table>().map_err(|e| {
-        let msg = e.message().trim().trim_end_matches('.').to_string();
+        let msg = e.message().trim().trim_end_matches('.').replace('\n', ": ");
         let at = e
             .span()
             .map(|s| {
