@@ -494,11 +494,21 @@ pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
 impl Config {
     /// Parse and validate configuration text; `what` names it in errors (a path or preset).
     pub fn from_toml(what: &str, text: &str, sets: &[String]) -> Result<Config> {
+        Self::build(what, text, sets, None)
+    }
+
+    /// Parse `text`, apply the `--set` overrides, attach a mosaic `layout` (which selects
+    /// `os.policy = "mosaic"`), then validate.
+    pub fn build(what: &str, text: &str, sets: &[String], layout: Option<Layout>) -> Result<Config> {
         let mut table = parse_toml(what, text)?;
         for s in sets {
             apply_set(&mut table, s)?;
         }
-        let cfg: Config = from_value(what, toml::Value::Table(table))?;
+        let mut cfg: Config = from_value(what, toml::Value::Table(table))?;
+        if let Some(l) = layout {
+            cfg.layout = Some(l);
+            cfg.os.policy = Policy::Mosaic;
+        }
         cfg.validate()?;
         Ok(cfg)
     }
