@@ -166,15 +166,16 @@ def _sim_table(results: list) -> str:
     names = [k.split(".")[-1] for k in results[0].counters if k.startswith("walker.loads_hit.")]
     for n in names:
         add(f"walk loads hitting {n}", lambda r, n=n: r.counters.get(f"walker.loads_hit.{n}", 0))
-    add("walks 4KB / 2MB / 1GB", lambda r: r.counters["walker.walks_4k"])
-    rows[-1] = (rows[-1][0], [f"{r.counters['walker.walks_4k']:,} / {r.counters['walker.walks_2m']:,} / "
-                              f"{r.counters['walker.walks_1g']:,}" for r in results])
+    def by_size(prefix: str) -> list[str]:
+        return [" / ".join(f"{r.counters[f'{prefix}_{s}']:,}" for s in ("4k", "2m", "1g")) for r in results]
+
+    rows.append(("walks 4KB / 2MB / 1GB", by_size("walker.walks")))
     add("page faults", lambda r: r.counters["os.page_faults"])
-    rows.append(("faults 4KB / 2MB / 1GB", [f"{r.counters['os.faults_4k']:,} / {r.counters['os.faults_2m']:,} / "
-                                            f"{r.counters['os.faults_1g']:,}" for r in results]))
+    rows.append(("faults 4KB / 2MB / 1GB", by_size("os.faults")))
     add("shootdowns", lambda r: r.counters["shootdowns"])
     add("est. cycles", lambda r: r.derived["time.total_cycles"])
-    rows.append(("translation share", [f"{100 * r.derived['time.translation_fraction']:.1f}%" for r in results]))
+    share = [f"{100 * r.derived['time.translation_fraction']:.1f}%" for r in results]
+    rows.append(("translation share", share))
     head = ["", *[r.label for r in results]]
     widths = [max(len(x) for x in [head[0], *(k for k, _ in rows)])]
     for i in range(len(results)):
@@ -205,7 +206,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
     runs = _sim_runs(args)
     t = time.perf_counter()
-    results = simulate_many(args.trace, runs, threads=args.threads, progress=_progress(args) and len(runs) == 1)
+    bar = _progress(args) and len(runs) == 1
+    results = simulate_many(args.trace, runs, threads=args.threads, progress=bar)
     secs = time.perf_counter() - t
     if args.json:
         doc = results[0].data if len(results) == 1 else {"results": [r.data for r in results]}
@@ -234,7 +236,10 @@ description = "xlat demo: the first 4 GiB of the anonymous pool on 1GB and 2MB p
 size = "1GiB"
 [anon]
 size = "16GiB"
-windows = [ { offset = "0", length = "2GiB", page = "1GB" }, { offset = "2GiB", length = "2GiB", page = "2MB" } ]
+windows = [
+  { offset = "0", length = "2GiB", page = "1GB" },
+  { offset = "2GiB", length = "2GiB", page = "2MB" },
+]
 [file]
 size = "1GiB"
 """
@@ -306,28 +311,33 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_convert)
 
     s = sub.add_parser("sim", parents=[common], help="simulate the address-translation path of a trace",
-                       description="Simulate a trace or workload through a CPU's TLBs, paging-structure caches, "
-                                   "page walker and caches, with an OS model (VMAs, buddy allocator, page tables, "
+                       description="Simulate a trace or workload through a CPU's TLBs, paging-structure "
+                                   "caches, page walker and caches, with an OS model (VMAs, buddy allocator, "
+                                   "page tables, "
                                    "4KB/THP/hugetlb/mosaic pages). Prints a table; --json/--csv write every "
                                    "counter. Several --cpu/--config/--policies/--layout values make several "
                                    "configurations, simulated in parallel.")
     s.add_argument("trace", metavar="TRACE_OR_WORKLOAD")
     s.add_argument("--cpu", action="append", metavar="PRESET",
-                   help="CPU preset (sandybridge, haswell, broadwell, skylake, sapphirerapids, zen4); repeatable")
+                   help="CPU preset (sandybridge, haswell, broadwell, skylake, sapphirerapids, zen4); "
+                        "repeatable")
     s.add_argument("--config", action="append", metavar="FILE", help="configuration TOML file; repeatable")
     s.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a configuration field, e.g. tlb.stlb.entries=2048 or os.policy=thp; repeatable")
-    s.add_argument("--policies", metavar="LIST", help="run each configuration with these page policies: 4k,thp")
+                   help="override a configuration field, e.g. tlb.stlb.entries=2048 or os.policy=thp; "
+                        "repeatable")
+    s.add_argument("--policies", metavar="LIST",
+                   help="run each configuration with these page policies: 4k,thp")
     s.add_argument("--layout", action="append", metavar="FILE",
                    help="mosaic layout TOML (selects the mosaic policy); repeatable")
     s.add_argument("--json", metavar="OUT", help="write the result(s) as JSON (docs/simulator.md)")
     s.add_argument("--csv", metavar="OUT", help="write one CSV row of counters per configuration")
-    s.add_argument("--threads", type=int, default=None, help="threads for several configurations (default: all cores)")
+    s.add_argument("--threads", type=int, default=None,
+                   help="threads for several configurations (default: all cores)")
     s.set_defaults(func=cmd_sim)
 
     s = sub.add_parser("demo", parents=[common], help="the main job on built-in inputs (what the README runs first)",
-                       description="Write the gups workload as a trace and simulate it on Skylake with 4KB pages, "
-                                   "THP and a mosaic layout, side by side.")
+                       description="Write the gups workload as a trace and simulate it on Skylake with 4KB "
+                                   "pages, THP and a mosaic layout, side by side.")
     s.add_argument("--out", default="out/demo", help="directory for the demo's traces (default out/demo)")
     s.set_defaults(func=cmd_demo)
 

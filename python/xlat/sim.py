@@ -107,15 +107,21 @@ class SimResult:
 
     def __repr__(self) -> str:
         c = self.counters
-        return (f"SimResult({self.label}, accesses={c['accesses']}, walks={c['walker.walks']}, "
-                f"hash={self.config_hash})")
+        return (
+            f"SimResult({self.label}, accesses={c['accesses']}, walks={c['walker.walks']}, "
+            f"hash={self.config_hash})"
+        )
 
     def to_json(self) -> str:
         return json.dumps(self.data, indent=2, sort_keys=True)
 
     def to_dict(self) -> dict[str, Any]:
         """Counters and derived metrics in one flat dict (plus identification)."""
-        row: dict[str, Any] = {"config": self.config_name, "policy": self.policy, "config_hash": self.config_hash}
+        row: dict[str, Any] = {
+            "config": self.config_name,
+            "policy": self.policy,
+            "config_hash": self.config_hash,
+        }
         row.update(self.counters)
         row.update({f"derived.{k}": v for k, v in self.derived.items()})
         return row
@@ -146,8 +152,9 @@ class SimResults(list):
         return pd.concat([r.to_pandas() for r in self]) if self else pd.DataFrame()
 
 
-def simulate_many(trace: str, runs: Iterable[Run], threads: int | None = None,
-                  progress: bool = False) -> SimResults:
+def simulate_many(
+    trace: str, runs: Iterable[Run], threads: int | None = None, progress: bool = False
+) -> SimResults:
     """Simulate ``trace`` (a trace file, text trace or ``workload:`` spec) under every run, in
     parallel on up to ``threads`` threads (default: all cores). The GIL is released."""
     runs = list(runs)
@@ -160,11 +167,18 @@ def simulate_many(trace: str, runs: Iterable[Run], threads: int | None = None,
     return SimResults(SimResult(json.loads(s)) for s in out)
 
 
-def simulate(trace: str, cpu: str | None = None, config: str | None = None,
-             set: Sequence[str] = (), layout: str | None = None, progress: bool = False) -> SimResult:
+def simulate(
+    trace: str,
+    cpu: str | None = None,
+    config: str | None = None,
+    set: Sequence[str] = (),
+    layout: str | None = None,
+    progress: bool = False,
+) -> SimResult:
     """Simulate ``trace`` under one configuration; see :class:`Run` for the arguments.
     Without ``cpu`` or ``config`` the Skylake preset is used."""
     if cpu is None and config is None:
         cpu = "skylake"
-    return simulate_many(trace, [Run(cpu=cpu, config=config, set=tuple(set), layout=layout)],
-                         progress=progress)[0]
+    return simulate_many(
+        trace, [Run(cpu=cpu, config=config, set=tuple(set), layout=layout)], progress=progress
+    )[0]

@@ -10,7 +10,10 @@ use xlat_core::{presets, sim, Config};
 use xlat_trace::{source, Batch, TraceWriter};
 
 fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn write_trace(spec: &str, path: &std::path::Path) {
@@ -30,7 +33,12 @@ fn write_trace(spec: &str, path: &std::path::Path) {
 /// CPU seconds of the calling thread (the machine is shared: wall time includes waiting).
 fn thread_cpu() -> f64 {
     let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
-    let f: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let f: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
     let ticks: f64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0)
         + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
     ticks / 100.0
@@ -52,13 +60,29 @@ fn main() {
         Config::from_toml("skylake", sky, &sets).expect("valid")
     };
     let cases = [
-        ("stream (4KB)", format!("workload:stream?size=1GiB&accesses={n}"), cfg(&[])),
-        ("gups 8GiB 4KB", format!("workload:gups?size=8GiB&accesses={n}"), cfg(&[])),
-        ("gups 8GiB THP", format!("workload:gups?size=8GiB&accesses={n}"), cfg(&["os.policy=thp"])),
+        (
+            "stream (4KB)",
+            format!("workload:stream?size=1GiB&accesses={n}"),
+            cfg(&[]),
+        ),
+        (
+            "gups 8GiB 4KB",
+            format!("workload:gups?size=8GiB&accesses={n}"),
+            cfg(&[]),
+        ),
+        (
+            "gups 8GiB THP",
+            format!("workload:gups?size=8GiB&accesses={n}"),
+            cfg(&["os.policy=thp"]),
+        ),
     ];
-    println!("xlat-core simulation rate, Skylake preset, {n} accesses from a compressed trace file,");
+    println!(
+        "xlat-core simulation rate, Skylake preset, {n} accesses from a compressed trace file,"
+    );
     println!("median of {reps} runs, one core (the decode of the trace is included)");
-    println!("(M acc/s per wall second and per CPU second of the simulating thread; 'sim only' runs");
+    println!(
+        "(M acc/s per wall second and per CPU second of the simulating thread; 'sim only' runs"
+    );
     println!(" the first 20M accesses from batches already decoded in memory)");
     println!(
         "{:<16} {:>9} {:>9} {:>9} {:>8} {:>11} {:>9} {:>9}",
@@ -124,7 +148,10 @@ fn main() {
         return;
     }
     // Scaling: the gups trace under two configurations, sequentially and on two threads.
-    let path = dir.join(format!("gups-8g-{n}.xlat")).to_string_lossy().to_string();
+    let path = dir
+        .join(format!("gups-8g-{n}.xlat"))
+        .to_string_lossy()
+        .to_string();
     let cfgs = vec![cfg(&[]), cfg(&["os.policy=thp"])];
     let t = Instant::now();
     for r in sim::simulate_many(&path, &cfgs, 1) {

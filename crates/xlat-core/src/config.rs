@@ -313,6 +313,7 @@ impl Default for MemoryConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Hash)]
 #[serde(deny_unknown_fields)]
+#[derive(Default)]
 pub struct WalkerConfig {
     /// Name of the cache walk loads are sent to first (default: the first cache).
     #[serde(default)]
@@ -320,15 +321,6 @@ pub struct WalkerConfig {
     /// Fixed cycles per walk besides its loads (PSC lookup, walker start).
     #[serde(default)]
     pub latency: u64,
-}
-
-impl Default for WalkerConfig {
-    fn default() -> Self {
-        WalkerConfig {
-            first_cache: None,
-            latency: 0,
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -416,7 +408,12 @@ pub(crate) fn from_value<T: serde::de::DeserializeOwned>(what: &str, v: toml::Va
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
         // toml appends "\nin `table`" context; the path already says where.
-        let inner = inner.lines().next().unwrap_or("").trim().trim_end_matches('.');
+        let inner = inner
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_end_matches('.');
         if path == "." || path.is_empty() {
             ConfigError(format!("{what}: {inner}."))
         } else {
@@ -445,7 +442,9 @@ pub(crate) fn parse_toml(what: &str, text: &str) -> Result<toml::Table> {
 /// read as TOML (`2048`, `true`, `"lru"`), or as a string when that fails (`os.policy=thp`).
 pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
     let (key, value) = assignment.split_once('=').ok_or_else(|| {
-        ConfigError(format!("--set '{assignment}' is not of the form key=value."))
+        ConfigError(format!(
+            "--set '{assignment}' is not of the form key=value."
+        ))
     })?;
     let key = key.trim();
     let value = value.trim();
@@ -455,7 +454,9 @@ pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
     };
     let parts: Vec<&str> = key.split('.').collect();
     if parts.iter().any(|p| p.is_empty()) {
-        return err(format!("--set '{assignment}': the key '{key}' has an empty part."));
+        return err(format!(
+            "--set '{assignment}': the key '{key}' has an empty part."
+        ));
     }
     let mut cur: &mut toml::Table = table;
     let mut i = 0;
@@ -463,28 +464,37 @@ pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
         let p = parts[i];
         if matches!(p, "tlb" | "psc" | "cache") {
             let name = parts[i + 1];
-            let arr = cur.get_mut(p).and_then(|v| v.as_array_mut()).ok_or_else(|| {
-                ConfigError(format!("--set '{assignment}': the configuration has no {p} entries."))
-            })?;
-            let found = arr.iter_mut().find(|t| {
-                t.get("name").and_then(|n| n.as_str()) == Some(name)
-            });
+            let arr = cur
+                .get_mut(p)
+                .and_then(|v| v.as_array_mut())
+                .ok_or_else(|| {
+                    ConfigError(format!(
+                        "--set '{assignment}': the configuration has no {p} entries."
+                    ))
+                })?;
+            let found = arr
+                .iter_mut()
+                .find(|t| t.get("name").and_then(|n| n.as_str()) == Some(name));
             let Some(entry) = found.and_then(|v| v.as_table_mut()) else {
-                return err(format!("--set '{assignment}': there is no {p} named '{name}'."));
+                return err(format!(
+                    "--set '{assignment}': there is no {p} named '{name}'."
+                ));
             };
             cur = entry;
             i += 2;
             if i == parts.len() {
-                return err(format!("--set '{assignment}': name a field of {p} '{name}'."));
+                return err(format!(
+                    "--set '{assignment}': name a field of {p} '{name}'."
+                ));
             }
             continue;
         }
         let next = cur
             .entry(p.to_string())
             .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        cur = next.as_table_mut().ok_or_else(|| {
-            ConfigError(format!("--set '{assignment}': '{p}' is not a table."))
-        })?;
+        cur = next
+            .as_table_mut()
+            .ok_or_else(|| ConfigError(format!("--set '{assignment}': '{p}' is not a table.")))?;
         i += 1;
     }
     cur.insert(parts[parts.len() - 1].to_string(), parsed);
@@ -499,7 +509,12 @@ impl Config {
 
     /// Parse `text`, apply the `--set` overrides, attach a mosaic `layout` (which selects
     /// `os.policy = "mosaic"`), then validate.
-    pub fn build(what: &str, text: &str, sets: &[String], layout: Option<Layout>) -> Result<Config> {
+    pub fn build(
+        what: &str,
+        text: &str,
+        sets: &[String],
+        layout: Option<Layout>,
+    ) -> Result<Config> {
         let mut table = parse_toml(what, text)?;
         for s in sets {
             apply_set(&mut table, s)?;
@@ -517,13 +532,19 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         let c = &self.name;
         if !(4..=5).contains(&self.os.levels) {
-            return err(format!("config '{c}': os.levels = {} must be 4 or 5.", self.os.levels));
+            return err(format!(
+                "config '{c}': os.levels = {} must be 4 or 5.",
+                self.os.levels
+            ));
         }
         let m = &self.memory;
         if m.max_order > 20 {
-            return err(format!("config '{c}': memory.max_order = {} must be at most 20.", m.max_order));
+            return err(format!(
+                "config '{c}': memory.max_order = {} must be at most 20.",
+                m.max_order
+            ));
         }
-        if m.size.0 < (1 << 21) || m.size.0 % 4096 != 0 || m.size.0 > (1u64 << 42) {
+        if m.size.0 < (1 << 21) || !m.size.0.is_multiple_of(4096) || m.size.0 > (1u64 << 42) {
             return err(format!(
                 "config '{c}': memory.size = {} must be a multiple of 4KiB between 2MiB and 4TiB.",
                 m.size.0
@@ -561,7 +582,9 @@ impl Config {
         let max_level = self.tlb.iter().map(|t| t.level).max().unwrap_or(1);
         for l in 1..=max_level {
             if !self.tlb.iter().any(|t| t.level == l) {
-                return err(format!("config '{c}': no TLB has level {l}, but level {max_level} exists."));
+                return err(format!(
+                    "config '{c}': no TLB has level {l}, but level {max_level} exists."
+                ));
             }
         }
         for (i, p) in self.psc.iter().enumerate() {
@@ -574,7 +597,10 @@ impl Config {
                 return err(format!("{w}: caches = \"pml5e\" needs os.levels = 5."));
             }
             if self.psc[..i].iter().any(|q| q.caches == p.caches) {
-                return err(format!("{w}: a second PSC for the same level ({:?}).", p.caches));
+                return err(format!(
+                    "{w}: a second PSC for the same level ({:?}).",
+                    p.caches
+                ));
             }
         }
         for (i, k) in self.cache.iter().enumerate() {
@@ -583,20 +609,31 @@ impl Config {
                 return err(format!("{w}: the name is used twice."));
             }
             if !k.line.is_power_of_two() || k.line < 8 {
-                return err(format!("{w}: line = {} must be a power of two of at least 8.", k.line));
+                return err(format!(
+                    "{w}: line = {} must be a power of two of at least 8.",
+                    k.line
+                ));
             }
             if k.size.0 == 0 || k.size.0 % k.line != 0 {
-                return err(format!("{w}: size = {} must be a positive multiple of line = {}.", k.size.0, k.line));
+                return err(format!(
+                    "{w}: size = {} must be a positive multiple of line = {}.",
+                    k.size.0, k.line
+                ));
             }
             check_geometry(&w, k.size.0 / k.line, k.ways, k.replacement)?;
         }
         if let Some(f) = &self.walker.first_cache {
             if !self.cache.iter().any(|k| &k.name == f) {
-                return err(format!("config '{c}': walker.first_cache = '{f}' names no [[cache]]."));
+                return err(format!(
+                    "config '{c}': walker.first_cache = '{f}' names no [[cache]]."
+                ));
             }
         }
         if self.sim.base_cpi.is_nan() || self.sim.base_cpi < 0.0 {
-            return err(format!("config '{c}': sim.base_cpi = {} must be >= 0.", self.sim.base_cpi));
+            return err(format!(
+                "config '{c}': sim.base_cpi = {} must be >= 0.",
+                self.sim.base_cpi
+            ));
         }
         if self.sim.interval_accesses > 0 && self.sim.interval_instructions > 0 {
             return err(format!(
@@ -604,7 +641,9 @@ impl Config {
             ));
         }
         if self.os.policy == Policy::Mosaic && self.layout.is_none() {
-            return err(format!("config '{c}': os.policy = \"mosaic\" needs a layout (--layout FILE)."));
+            return err(format!(
+                "config '{c}': os.policy = \"mosaic\" needs a layout (--layout FILE)."
+            ));
         }
         Ok(())
     }
@@ -636,11 +675,15 @@ fn check_geometry(w: &str, entries: u64, ways: u64, repl: Replacement) -> Result
     if ways == 0 {
         return err(format!("{w}: ways must be positive, not 0."));
     }
-    if ways > entries || entries % ways != 0 {
-        return err(format!("{w}: ways = {ways} does not divide entries = {entries}."));
+    if ways > entries || !entries.is_multiple_of(ways) {
+        return err(format!(
+            "{w}: ways = {ways} does not divide entries = {entries}."
+        ));
     }
     if repl == Replacement::TreePlru && ways > 64 {
-        return err(format!("{w}: tree-plru supports at most 64 ways, not {ways}."));
+        return err(format!(
+            "{w}: tree-plru supports at most 64 ways, not {ways}."
+        ));
     }
     Ok(())
 }
@@ -662,7 +705,9 @@ page_sizes = ["4KB"]
 
     fn bad(extra: &str, sets: &[&str]) -> String {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        Config::from_toml("t.toml", &format!("{MIN}{extra}"), &sets).unwrap_err().0
+        Config::from_toml("t.toml", &format!("{MIN}{extra}"), &sets)
+            .unwrap_err()
+            .0
     }
 
     #[test]
@@ -676,15 +721,27 @@ page_sizes = ["4KB"]
     #[test]
     fn bad_configurations_name_the_field() {
         let e = bad("", &["tlb.l1.ways=5"]);
-        assert!(e.contains("tlb 'l1'") && e.contains("ways = 5 does not divide entries = 64"), "{e}");
+        assert!(
+            e.contains("tlb 'l1'") && e.contains("ways = 5 does not divide entries = 64"),
+            "{e}"
+        );
         let e = bad("", &["tlb.l1.page_sizes=[\"8KB\"]"]);
-        assert!(e.contains("tlb[0].page_sizes[0]") && e.contains("8KB"), "{e}");
+        assert!(
+            e.contains("tlb[0].page_sizes[0]") && e.contains("8KB"),
+            "{e}"
+        );
         let e = bad("", &["memory.size=-4"]);
         assert!(e.contains("memory.size") && e.contains("negative"), "{e}");
         let e = bad("", &["tlb.l1.entires=4"]);
-        assert!(e.contains("tlb[0]") && e.contains("unknown field `entires`"), "{e}");
+        assert!(
+            e.contains("tlb[0]") && e.contains("unknown field `entires`"),
+            "{e}"
+        );
         let e = bad("[os]\nlevel = 4\n", &[]);
-        assert!(e.contains("os") && e.contains("unknown field `level`"), "{e}");
+        assert!(
+            e.contains("os") && e.contains("unknown field `level`"),
+            "{e}"
+        );
         let e = bad("", &["tlb.l9.ways=4"]);
         assert_eq!(e, "--set 'tlb.l9.ways=4': there is no tlb named 'l9'.");
         assert!(!e.contains('\n'));
@@ -692,9 +749,17 @@ page_sizes = ["4KB"]
 
     #[test]
     fn set_overrides_apply() {
-        let c = Config::from_toml("t", MIN, &["tlb.l1.entries=128".into(), "os.policy=thp".into()]).unwrap();
+        let c = Config::from_toml(
+            "t",
+            MIN,
+            &["tlb.l1.entries=128".into(), "os.policy=thp".into()],
+        )
+        .unwrap();
         assert_eq!(c.tlb[0].entries, 128);
         assert_eq!(c.os.policy, Policy::Thp);
-        assert_ne!(c.hash_hex(), Config::from_toml("t", MIN, &[]).unwrap().hash_hex());
+        assert_ne!(
+            c.hash_hex(),
+            Config::from_toml("t", MIN, &[]).unwrap().hash_hex()
+        );
     }
 }

@@ -71,7 +71,10 @@ impl Layout {
     pub fn validate(&self, what: &str) -> Result<()> {
         let e = |m: String| Err(ConfigError(format!("{what}: {m}")));
         if self.version != 1 {
-            return e(format!("version = {} is not supported (only 1).", self.version));
+            return e(format!(
+                "version = {} is not supported (only 1).",
+                self.version
+            ));
         }
         for (pool, size, windows) in [
             ("heap", self.heap_size(), &self.heap.windows),
@@ -84,7 +87,10 @@ impl Layout {
                 ));
             }
             if windows.len() > 256 {
-                return e(format!("pool '{pool}' has {} windows; at most 256.", windows.len()));
+                return e(format!(
+                    "pool '{pool}' has {} windows; at most 256.",
+                    windows.len()
+                ));
             }
             let mut spans: Vec<(u64, u64, usize)> = Vec::new();
             for (i, w) in windows.iter().enumerate() {
@@ -106,13 +112,14 @@ impl Layout {
                         w.page.name()
                     ));
                 }
-                let end = w.offset.0.checked_add(w.length.0).unwrap_or(u64::MAX);
+                let end = w.offset.0.saturating_add(w.length.0);
                 if end > size {
                     return e(format!(
                         "pool '{pool}' window {i}: offset + length = {end} exceeds the pool size {size}."
                     ));
                 }
-                if let Some(&(_, _, j)) = spans.iter().find(|&&(s, t, _)| w.offset.0 < t && s < end) {
+                if let Some(&(_, _, j)) = spans.iter().find(|&&(s, t, _)| w.offset.0 < t && s < end)
+                {
                     return e(format!("pool '{pool}' window {i} overlaps window {j}."));
                 }
                 spans.push((w.offset.0, end, i));
@@ -123,7 +130,11 @@ impl Layout {
 
     /// Page size at `offset` of the heap (`anon = false`) or anon pool.
     pub fn page_at(&self, anon: bool, offset: u64) -> PageSize {
-        let ws = if anon { &self.anon.windows } else { &self.heap.windows };
+        let ws = if anon {
+            &self.anon.windows
+        } else {
+            &self.heap.windows
+        };
         ws.iter()
             .find(|w| w.offset.0 <= offset && offset < w.offset.0 + w.length.0)
             .map_or(PageSize::Size4K, |w| w.page)
@@ -160,12 +171,27 @@ size = "1GiB"
     #[test]
     fn rejects_bad_layouts_in_one_sentence() {
         let cases = [
-            (MIXED.replace("\"64MiB\"", "\"65MiB\""), "window 1: length 68157440 is not a multiple of the 2MB page size"),
-            (MIXED.replace("size = \"1GiB\"", "size = \"1GiB\"\nwindows = []"), "unknown field `windows`"),
-            (MIXED.replace("offset = \"1GiB\"", "offset = \"512MiB\""), "window 1 overlaps window 0"),
+            (
+                MIXED.replace("\"64MiB\"", "\"65MiB\""),
+                "window 1: length 68157440 is not a multiple of the 2MB page size",
+            ),
+            (
+                MIXED.replace("size = \"1GiB\"", "size = \"1GiB\"\nwindows = []"),
+                "unknown field `windows`",
+            ),
+            (
+                MIXED.replace("offset = \"1GiB\"", "offset = \"512MiB\""),
+                "window 1 overlaps window 0",
+            ),
             (MIXED.replace("version = 1", "version = 2"), "version = 2"),
-            (MIXED.replace("\"8GiB\"", "\"8GiB\"\nbogus = 1"), "unknown field `bogus`"),
-            (MIXED.replace("page = \"2MB\" } ]", "page = \"4MB\" } ]"), "4MB"),
+            (
+                MIXED.replace("\"8GiB\"", "\"8GiB\"\nbogus = 1"),
+                "unknown field `bogus`",
+            ),
+            (
+                MIXED.replace("page = \"2MB\" } ]", "page = \"4MB\" } ]"),
+                "4MB",
+            ),
         ];
         for (text, want) in cases {
             let e = Layout::from_toml("l.toml", &text).unwrap_err().0;

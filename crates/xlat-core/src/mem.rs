@@ -115,7 +115,14 @@ mod tests {
     use crate::setassoc::Replacement;
 
     fn cfg(name: &str, size: u64, ways: u64, lat: u64) -> CacheConfig {
-        CacheConfig { name: name.into(), size: Size(size), ways, line: 64, latency: lat, replacement: Replacement::Lru }
+        CacheConfig {
+            name: name.into(),
+            size: Size(size),
+            ways,
+            line: 64,
+            latency: lat,
+            replacement: Replacement::Lru,
+        }
     }
 
     #[test]

@@ -28,7 +28,11 @@ pub fn tlb_key(va: u64, size: PageSize, tag: u64) -> u64 {
 /// The page (start, size, asid tag) a key covers.
 pub fn key_range(key: u64) -> (u64, u64, u64) {
     let size = PageSize::from_index(((key >> VPN_BITS) & 3) as usize);
-    ((key & VPN_MASK) << size.shift(), size.bytes(), key & !((1 << 48) - 1))
+    (
+        (key & VPN_MASK) << size.shift(),
+        size.bytes(),
+        key & !((1 << 48) - 1),
+    )
 }
 
 /// Counters of one structure. `accesses` counts lookups (every structure of a level is probed
@@ -138,7 +142,7 @@ impl Tlb {
     pub fn invalidate(&mut self, start: u64, end: u64, tag: Option<u64>) {
         self.invalidations += self.arr.invalidate_if(|k| {
             let (s, len, t) = key_range(k);
-            s < end && start < s + len && tag.map_or(true, |x| x == t)
+            s < end && start < s + len && tag.is_none_or(|x| x == t)
         });
     }
 
@@ -230,8 +234,14 @@ mod tests {
         // 4KB page 0x5000: VPN 5 -> set 1.  2MB page at 0x60_0000: VPN 3 -> set 3.
         t.fill(0x5123, PageSize::Size4K, 77, 0);
         t.fill(0x61_2345, PageSize::Size2M, 1024, 0);
-        assert_eq!(t.arr.set_tags(1), vec![tlb_key(0x5000, PageSize::Size4K, 0)]);
-        assert_eq!(t.arr.set_tags(3), vec![tlb_key(0x60_0000, PageSize::Size2M, 0)]);
+        assert_eq!(
+            t.arr.set_tags(1),
+            vec![tlb_key(0x5000, PageSize::Size4K, 0)]
+        );
+        assert_eq!(
+            t.arr.set_tags(3),
+            vec![tlb_key(0x60_0000, PageSize::Size2M, 0)]
+        );
         assert_eq!(t.lookup(0x5fff, 0), Some((77, PageSize::Size4K)));
         assert_eq!(t.lookup(0x7f_ffff, 0), Some((1024, PageSize::Size2M)));
         assert_eq!(t.lookup(0x80_0000, 0), None);
@@ -251,14 +261,20 @@ mod tests {
         for v in 0..96 * 16u64 {
             t.fill(v << 12, PageSize::Size4K, v, 0);
         }
-        assert_eq!(t.evictions, 0, "1536 consecutive pages fill 96 sets of 16 exactly");
+        assert_eq!(
+            t.evictions, 0,
+            "1536 consecutive pages fill 96 sets of 16 exactly"
+        );
         t.fill((96 * 16) << 12, PageSize::Size4K, 0, 0);
         assert_eq!(t.evictions, 1);
         let mut s = tlb(8, 8, &[PageSize::Size2M]);
         s.splinter = true;
         // A 1GB page at frame 0x40000 seen at VA 1GB+6MB+5: a 2MB entry for 1GB+6MB.
         s.fill((1 << 30) + (6 << 20) + 5, PageSize::Size1G, 0x40000, 0);
-        assert_eq!(s.lookup((1 << 30) + (7 << 20), 0), Some((0x40000 + 3 * 512, PageSize::Size2M)));
+        assert_eq!(
+            s.lookup((1 << 30) + (7 << 20), 0),
+            Some((0x40000 + 3 * 512, PageSize::Size2M))
+        );
         assert_eq!(s.lookup((1 << 30) + (8 << 20), 0), None);
     }
 

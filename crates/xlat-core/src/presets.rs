@@ -3,11 +3,26 @@
 
 /// (name, TOML text) of every preset.
 pub const ALL: &[(&str, &str)] = &[
-    ("sandybridge", include_str!("../../../configs/cpus/sandybridge.toml")),
-    ("haswell", include_str!("../../../configs/cpus/haswell.toml")),
-    ("broadwell", include_str!("../../../configs/cpus/broadwell.toml")),
-    ("skylake", include_str!("../../../configs/cpus/skylake.toml")),
-    ("sapphirerapids", include_str!("../../../configs/cpus/sapphirerapids.toml")),
+    (
+        "sandybridge",
+        include_str!("../../../configs/cpus/sandybridge.toml"),
+    ),
+    (
+        "haswell",
+        include_str!("../../../configs/cpus/haswell.toml"),
+    ),
+    (
+        "broadwell",
+        include_str!("../../../configs/cpus/broadwell.toml"),
+    ),
+    (
+        "skylake",
+        include_str!("../../../configs/cpus/skylake.toml"),
+    ),
+    (
+        "sapphirerapids",
+        include_str!("../../../configs/cpus/sapphirerapids.toml"),
+    ),
     ("zen4", include_str!("../../../configs/cpus/zen4.toml")),
 ];
 

@@ -73,12 +73,24 @@ impl SetAssoc {
         Self::with_payload(entries, ways, repl, seed, false)
     }
 
-    fn with_payload(entries: usize, ways: usize, repl: Replacement, seed: u64, payload: bool) -> SetAssoc {
-        assert!(ways > 0 && entries >= ways && entries % ways == 0, "validated by config");
+    fn with_payload(
+        entries: usize,
+        ways: usize,
+        repl: Replacement,
+        seed: u64,
+        payload: bool,
+    ) -> SetAssoc {
+        assert!(
+            ways > 0 && entries >= ways && entries.is_multiple_of(ways),
+            "validated by config"
+        );
         let sets = entries / ways;
         let pow2 = sets.is_power_of_two();
         let plru_leaves = ways.next_power_of_two();
-        assert!(repl != Replacement::TreePlru || plru_leaves <= 64, "validated by config");
+        assert!(
+            repl != Replacement::TreePlru || plru_leaves <= 64,
+            "validated by config"
+        );
         let stamped = matches!(repl, Replacement::Lru | Replacement::Fifo);
         let stamp_at = stamped.then_some(ways);
         let data_at = payload.then_some(ways * (1 + stamped as usize));
@@ -103,7 +115,11 @@ impl SetAssoc {
             data_at,
             repl,
             clock: 0,
-            plru: if repl == Replacement::TreePlru { vec![0; sets] } else { Vec::new() },
+            plru: if repl == Replacement::TreePlru {
+                vec![0; sets]
+            } else {
+                Vec::new()
+            },
             plru_leaves,
             rng: seed | 1,
         }
@@ -224,7 +240,10 @@ impl SetAssoc {
             }
             return best;
         }
-        if let Some(w) = self.mem[base..base + self.ways].iter().position(|&t| t == INVALID) {
+        if let Some(w) = self.mem[base..base + self.ways]
+            .iter()
+            .position(|&t| t == INVALID)
+        {
             return w;
         }
         if self.repl == Replacement::TreePlru {
@@ -256,7 +275,8 @@ impl SetAssoc {
         let w = self.victim(set);
         let base = set * self.stride;
         let old = self.mem[base + w];
-        let evicted = (old != INVALID).then(|| (old, self.data_at.map_or(0, |d| self.mem[base + d + w])));
+        let evicted =
+            (old != INVALID).then(|| (old, self.data_at.map_or(0, |d| self.mem[base + d + w])));
         self.mem[base + w] = tag;
         if let Some(d) = self.data_at {
             self.mem[base + d + w] = data;
@@ -372,7 +392,9 @@ mod tests {
     fn random_is_deterministic_per_seed() {
         let run = |seed| {
             let mut s = SetAssoc::new(8, 8, Replacement::Random, seed);
-            (0..100u64).filter_map(|t| s.insert(0, t, 0).map(|e| e.0)).collect::<Vec<_>>()
+            (0..100u64)
+                .filter_map(|t| s.insert(0, t, 0).map(|e| e.0))
+                .collect::<Vec<_>>()
         };
         assert_eq!(run(7), run(7));
         assert_ne!(run(7), run(8));

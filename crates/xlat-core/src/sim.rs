@@ -98,7 +98,13 @@ impl Simulator {
         }
         // Level latency for the time estimate: the slowest structure of the level.
         let level_latency: Vec<u64> = (0..nlev)
-            .map(|l| tlbs.iter().filter(|t| t.level == l).map(|t| t.latency).max().unwrap_or(0))
+            .map(|l| {
+                tlbs.iter()
+                    .filter(|t| t.level == l)
+                    .map(|t| t.latency)
+                    .max()
+                    .unwrap_or(0)
+            })
             .collect();
         let mut pscs: Vec<Psc> = cfg
             .psc
@@ -112,7 +118,11 @@ impl Simulator {
             psc_for_level[p.table_level] = Some(i);
         }
         let walk_first = match &cfg.walker.first_cache {
-            Some(n) => cfg.cache.iter().position(|c| &c.name == n).expect("validated"),
+            Some(n) => cfg
+                .cache
+                .iter()
+                .position(|c| &c.name == n)
+                .expect("validated"),
             None => 0,
         };
         let ncache = cfg.cache.len();
@@ -130,7 +140,11 @@ impl Simulator {
             walk_latency: cfg.walker.latency,
             tag: 0,
             asid_mode: cfg.os.asid,
-            va_mask: if cfg.os.levels == 5 { (1 << 57) - 1 } else { (1 << 48) - 1 },
+            va_mask: if cfg.os.levels == 5 {
+                (1 << 57) - 1
+            } else {
+                (1 << 48) - 1
+            },
             ws: WalkStats {
                 loads_at: std::array::from_fn(|_| vec![0; ncache + 1]),
                 ..Default::default()
@@ -160,7 +174,11 @@ impl Simulator {
 
     /// Translate one access. Monomorphised over mosaic relocation and data caching.
     #[inline(always)]
-    fn access<const MOSAIC: bool, const DATA: bool>(&mut self, va: u64, kind: u8) -> Result<(), SimError> {
+    fn access<const MOSAIC: bool, const DATA: bool>(
+        &mut self,
+        va: u64,
+        kind: u8,
+    ) -> Result<(), SimError> {
         let va = if MOSAIC { self.os.relocate(va) } else { va } & self.va_mask;
         let r = (kind == 2) as usize;
         let route = &self.route[r];
@@ -235,7 +253,10 @@ impl Simulator {
             None => {
                 self.ws.faulting_walks += 1;
                 self.os.fault(va)?;
-                self.os.pt.lookup(root, levels, va).expect("the fault mapped the page")
+                self.os
+                    .pt
+                    .lookup(root, levels, va)
+                    .expect("the fault mapped the page")
             }
         };
         self.ws.walks_by_size[size as usize] += 1;
@@ -335,7 +356,12 @@ impl Simulator {
         Ok(())
     }
 
-    fn run_range<const MOSAIC: bool, const DATA: bool>(&mut self, b: &Batch, lo: usize, hi: usize) -> Result<(), SimError> {
+    fn run_range<const MOSAIC: bool, const DATA: bool>(
+        &mut self,
+        b: &Batch,
+        lo: usize,
+        hi: usize,
+    ) -> Result<(), SimError> {
         // When walks are frequent, the simulator's own time goes to host cache misses on the
         // page-table entry and the cache rows a walk reads; prefetching them a few accesses
         // ahead overlaps those misses. Prefetches change no simulated state.
@@ -377,7 +403,8 @@ impl Simulator {
         let i = index(va, 1);
         pt.prefetch(t, i);
         if !self.caches.levels.is_empty() {
-            self.caches.prefetch(pt.table_pa(t) + 8 * i as u64, self.walk_first);
+            self.caches
+                .prefetch(pt.table_pa(t) + 8 * i as u64, self.walk_first);
         }
     }
 
@@ -413,7 +440,10 @@ impl Simulator {
         let n = b.len();
         let mosaic = self.cfg.os.policy == crate::config::Policy::Mosaic;
         let data = self.cfg.sim.data_through_caches;
-        let (ia, ii) = (self.cfg.sim.interval_accesses, self.cfg.sim.interval_instructions);
+        let (ia, ii) = (
+            self.cfg.sim.interval_accesses,
+            self.cfg.sim.interval_instructions,
+        );
         let mut i = 0;
         let mut si = 0;
         loop {
@@ -510,13 +540,22 @@ impl Simulator {
             if lvl > self.os.levels() {
                 continue;
             }
-            put(format!("walker.loads.{}", TABLE_NAMES[lvl]), row.iter().sum());
+            put(
+                format!("walker.loads.{}", TABLE_NAMES[lvl]),
+                row.iter().sum(),
+            );
             for (h, &v) in row.iter().enumerate() {
-                put(format!("walker.loads.{}.{}", TABLE_NAMES[lvl], hit_names[h]), v);
+                put(
+                    format!("walker.loads.{}.{}", TABLE_NAMES[lvl], hit_names[h]),
+                    v,
+                );
             }
         }
         for (h, name) in hit_names.iter().enumerate() {
-            put(format!("walker.loads_hit.{name}"), w.loads_at.iter().map(|r| r[h]).sum());
+            put(
+                format!("walker.loads_hit.{name}"),
+                w.loads_at.iter().map(|r| r[h]).sum(),
+            );
         }
         for (name, s) in self.caches.stats() {
             put(format!("cache.{name}.accesses"), s.accesses);
@@ -530,7 +569,10 @@ impl Simulator {
         put("dram.accesses".into(), self.caches.dram_accesses);
         put("dram.walk_accesses".into(), self.caches.dram_walk_accesses);
         put("data.cycles".into(), self.data_cycles);
-        put("shootdowns".into(), self.range_shootdowns + self.context_flushes);
+        put(
+            "shootdowns".into(),
+            self.range_shootdowns + self.context_flushes,
+        );
         put("shootdowns.range".into(), self.range_shootdowns);
         put("shootdowns.context_switch".into(), self.context_flushes);
         let os = serde_json::to_value(self.os.stats).expect("serialises");
@@ -571,7 +613,13 @@ impl Simulator {
     pub fn derived(&self, c: &BTreeMap<String, u64>) -> BTreeMap<String, f64> {
         let mut d = BTreeMap::new();
         let instr = self.instructions as f64;
-        let per_k = |x: u64| if instr > 0.0 { x as f64 * 1000.0 / instr } else { 0.0 };
+        let per_k = |x: u64| {
+            if instr > 0.0 {
+                x as f64 * 1000.0 / instr
+            } else {
+                0.0
+            }
+        };
         let nlev = self.route[0].len().max(self.route[1].len());
         let mut stlb_cycles = 0u64;
         let mut h = 0u64;
@@ -584,7 +632,10 @@ impl Simulator {
                 }
             }
             d.insert(format!("tlb_level{}.mpki", l + 1), per_k(n - hit));
-            d.insert(format!("tlb_level{}.hit_rate", l + 1), if n > 0 { hit as f64 / n as f64 } else { 0.0 });
+            d.insert(
+                format!("tlb_level{}.hit_rate", l + 1),
+                if n > 0 { hit as f64 / n as f64 } else { 0.0 },
+            );
             if l >= 1 {
                 h += hit;
                 stlb_cycles += hit * self.level_latency[l];
@@ -596,8 +647,22 @@ impl Simulator {
         d.insert("M".into(), walks as f64);
         d.insert("C".into(), cyc as f64);
         d.insert("walks_pki".into(), per_k(walks));
-        d.insert("loads_per_walk".into(), if walks > 0 { c["walker.loads"] as f64 / walks as f64 } else { 0.0 });
-        d.insert("cycles_per_walk".into(), if walks > 0 { cyc as f64 / walks as f64 } else { 0.0 });
+        d.insert(
+            "loads_per_walk".into(),
+            if walks > 0 {
+                c["walker.loads"] as f64 / walks as f64
+            } else {
+                0.0
+            },
+        );
+        d.insert(
+            "cycles_per_walk".into(),
+            if walks > 0 {
+                cyc as f64 / walks as f64
+            } else {
+                0.0
+            },
+        );
         let base = instr * self.cfg.sim.base_cpi;
         let xlat = (stlb_cycles + cyc) as f64;
         let total = base + xlat;
@@ -605,7 +670,10 @@ impl Simulator {
         d.insert("time.stlb_hit_cycles".into(), stlb_cycles as f64);
         d.insert("time.walk_cycles".into(), cyc as f64);
         d.insert("time.total_cycles".into(), total);
-        d.insert("time.translation_fraction".into(), if total > 0.0 { xlat / total } else { 0.0 });
+        d.insert(
+            "time.translation_fraction".into(),
+            if total > 0.0 { xlat / total } else { 0.0 },
+        );
         d
     }
 
@@ -617,7 +685,8 @@ impl Simulator {
                 if self.level_hits[r][l] > self.lookups[r][l] {
                     return Err(format!("level {} role {r}: hits exceed lookups", l + 1));
                 }
-                if l + 1 < n && self.lookups[r][l + 1] != self.lookups[r][l] - self.level_hits[r][l] {
+                if l + 1 < n && self.lookups[r][l + 1] != self.lookups[r][l] - self.level_hits[r][l]
+                {
                     return Err(format!("level {} lookups != level {} misses", l + 2, l + 1));
                 }
             }
@@ -630,19 +699,26 @@ impl Simulator {
             })
             .sum();
         if last_misses != self.ws.walks {
-            return Err(format!("walks {} != last-level misses {last_misses}", self.ws.walks));
+            return Err(format!(
+                "walks {} != last-level misses {last_misses}",
+                self.ws.walks
+            ));
         }
         if self.ws.loads > self.ws.walks * self.os.levels() as u64 {
             return Err("more walk loads than walks x levels".into());
         }
-        let min_loads = self.ws.walks_by_size[0] + self.ws.walks_by_size[1] + self.ws.walks_by_size[2];
+        let min_loads =
+            self.ws.walks_by_size[0] + self.ws.walks_by_size[1] + self.ws.walks_by_size[2];
         if self.ws.loads < min_loads {
             return Err("a walk issued no load".into());
         }
         for i in 0..self.tlbs.len() {
             let s = self.tlb_stats(i);
             if s.hits + s.misses != s.accesses {
-                return Err(format!("tlb {}: hits + misses != accesses", self.tlbs[i].name));
+                return Err(format!(
+                    "tlb {}: hits + misses != accesses",
+                    self.tlbs[i].name
+                ));
             }
         }
         if self.accesses != self.by_kind.iter().sum::<u64>() {
@@ -752,11 +828,16 @@ pub fn simulate(
 
 /// Simulate `trace` (a path or workload spec) under each configuration, on up to `threads`
 /// threads; results in configuration order, identical for any thread count.
-pub fn simulate_many(trace: &str, cfgs: &[Config], threads: usize) -> Vec<Result<SimResult, Error>> {
+pub fn simulate_many(
+    trace: &str,
+    cfgs: &[Config],
+    threads: usize,
+) -> Vec<Result<SimResult, Error>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let next = AtomicUsize::new(0);
-    let out: Vec<Mutex<Option<Result<SimResult, Error>>>> = cfgs.iter().map(|_| Mutex::new(None)).collect();
+    let out: Vec<Mutex<Option<Result<SimResult, Error>>>> =
+        cfgs.iter().map(|_| Mutex::new(None)).collect();
     let threads = threads.clamp(1, cfgs.len().max(1));
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -772,5 +853,11 @@ pub fn simulate_many(trace: &str, cfgs: &[Config], threads: usize) -> Vec<Result
             });
         }
     });
-    out.into_iter().map(|m| m.into_inner().expect("no poisoning").expect("every config ran")).collect()
+    out.into_iter()
+        .map(|m| {
+            m.into_inner()
+                .expect("no poisoning")
+                .expect("every config ran")
+        })
+        .collect()
 }

@@ -57,13 +57,23 @@ ways = 4
 }
 
 fn mmap(b: &mut Batch, addr: u64, len: u64, flags: u64) {
-    let s = Syscall { kind: SyscallKind::Mmap, args: [0, len, 3, flags, u64::MAX, 0], ret: addr as i64 };
+    let s = Syscall {
+        kind: SyscallKind::Mmap,
+        args: [0, len, 3, flags, u64::MAX, 0],
+        ret: addr as i64,
+    };
     b.push_side(1, 0, SideBody::Syscall(s));
 }
 
 fn load(b: &mut Batch, addr: u64) {
     let ic = b.len() as u64 + 1;
-    b.push_access(Access { addr, icount: ic, tid: 1, size: 8, kind: AccessKind::Load });
+    b.push_access(Access {
+        addr,
+        icount: ic,
+        tid: 1,
+        size: 8,
+        kind: AccessKind::Load,
+    });
 }
 
 /// Walk loads of each access of `addrs`, one at a time (after `setup`).
@@ -97,12 +107,12 @@ fn walk_loads_are_4_3_2_minus_psc_hits() {
         &cfg,
         &setup,
         &[
-            base,                // cold: PML4, PDPT, PD, PT
-            base + 0x1000,       // same PT: PDE cache hit -> PT only
-            base + M2,           // same PD: PDPTE cache hit -> PD, PT
-            base + G,            // same PDPT: PML4E cache hit -> PDPT, PD, PT
-            base + G + 0x5000,   // PDE hit again
-            base + 0x1008,       // TLB hit: no walk
+            base,              // cold: PML4, PDPT, PD, PT
+            base + 0x1000,     // same PT: PDE cache hit -> PT only
+            base + M2,         // same PD: PDPTE cache hit -> PD, PT
+            base + G,          // same PDPT: PML4E cache hit -> PDPT, PD, PT
+            base + G + 0x5000, // PDE hit again
+            base + 0x1008,     // TLB hit: no walk
         ],
     );
     assert_eq!(got, vec![4, 1, 2, 3, 1, 0]);
@@ -124,7 +134,10 @@ fn walk_loads_are_4_3_2_minus_psc_hits() {
     nopsc.psc.clear();
     let mut setup = Batch::default();
     mmap(&mut setup, base, 4 * G, ANON);
-    assert_eq!(loads_per_access(&nopsc, &setup, &[base, base + 0x1000, base + G]), vec![4, 4, 4]);
+    assert_eq!(
+        loads_per_access(&nopsc, &setup, &[base, base + 0x1000, base + G]),
+        vec![4, 4, 4]
+    );
 }
 
 #[test]
@@ -179,15 +192,27 @@ fn fully_associative_lru_matches_stack_distances() {
     for seed in 0..8u64 {
         let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
         let entries = [8usize, 16, 32, 64][seed as usize % 4];
-        let cfg = small("", &["tlb.l1-4k.entries=".to_owned() + &entries.to_string(), format!("tlb.l1-4k.ways={entries}")]
+        let cfg = small(
+            "",
+            &[
+                "tlb.l1-4k.entries=".to_owned() + &entries.to_string(),
+                format!("tlb.l1-4k.ways={entries}"),
+            ]
             .iter()
             .map(|s| s.as_str())
-            .collect::<Vec<_>>());
+            .collect::<Vec<_>>(),
+        );
         let base = 0x6000_0000_0000u64;
         let npages = 2 * entries as u64 + rng.gen_range(0..50);
         // A skewed page stream: a hot set and uniform noise.
         let pages: Vec<u64> = (0..5000)
-            .map(|_| if rng.gen_bool(0.6) { rng.gen_range(0..entries as u64 / 2) } else { rng.gen_range(0..npages) })
+            .map(|_| {
+                if rng.gen_bool(0.6) {
+                    rng.gen_range(0..entries as u64 / 2)
+                } else {
+                    rng.gen_range(0..npages)
+                }
+            })
             .collect();
         let mut b = Batch::default();
         mmap(&mut b, base, npages * 4096, ANON);
@@ -197,7 +222,11 @@ fn fully_associative_lru_matches_stack_distances() {
         let mut s = Simulator::new(&cfg).unwrap();
         s.batch(&b).unwrap();
         let c = s.counters();
-        assert_eq!(c["tlb.l1-4k.misses"], lru_misses(&pages, entries), "seed {seed}, {entries} entries");
+        assert_eq!(
+            c["tlb.l1-4k.misses"],
+            lru_misses(&pages, entries),
+            "seed {seed}, {entries} entries"
+        );
         assert_eq!(c["walker.walks"], c["tlb.l1-4k.misses"]);
         s.check_invariants().unwrap();
     }
@@ -222,7 +251,12 @@ fn every_preset_and_policy_keeps_the_invariants() {
                 cfg.layout = Some(layout.clone());
                 cfg.os.policy = xlat_core::config::Policy::Mosaic;
             } else {
-                cfg = Config::from_toml(name, text, &["memory.size=16GiB".into(), format!("os.policy={policy}")]).unwrap();
+                cfg = Config::from_toml(
+                    name,
+                    text,
+                    &["memory.size=16GiB".into(), format!("os.policy={policy}")],
+                )
+                .unwrap();
             }
             for spec in specs {
                 let mut src = xlat_trace::source::open(spec).unwrap();
@@ -231,7 +265,10 @@ fn every_preset_and_policy_keeps_the_invariants() {
                 let c = &r.counters;
                 assert_eq!(c["accesses"], c["loads"] + c["stores"] + c["ifetches"]);
                 if spec.contains("gups") && policy == "mosaic" {
-                    assert!(c["walker.walks_1g"] > 0, "{name}: the 1GB window backs gups' table");
+                    assert!(
+                        c["walker.walks_1g"] > 0,
+                        "{name}: the 1GB window backs gups' table"
+                    );
                 }
                 if spec.contains("gups") && policy == "thp" {
                     assert!(c["os.faults_2m"] > 0 && c["walker.walks_2m"] > 0, "{name}");
@@ -247,13 +284,26 @@ fn results_are_byte_identical_across_runs_and_thread_counts() {
     let cfgs: Vec<Config> = ["4k", "thp"]
         .iter()
         .map(|p| {
-            Config::from_toml("skylake", sky, &[format!("os.policy={p}"), "sim.interval_accesses=50000".into()])
-                .unwrap()
+            Config::from_toml(
+                "skylake",
+                sky,
+                &[
+                    format!("os.policy={p}"),
+                    "sim.interval_accesses=50000".into(),
+                ],
+            )
+            .unwrap()
         })
         .collect();
     let spec = "workload:zipf?size=1GiB&accesses=300000";
-    let one: Vec<String> = sim::simulate_many(spec, &cfgs, 1).into_iter().map(|r| r.unwrap().to_json()).collect();
-    let two: Vec<String> = sim::simulate_many(spec, &cfgs, 2).into_iter().map(|r| r.unwrap().to_json()).collect();
+    let one: Vec<String> = sim::simulate_many(spec, &cfgs, 1)
+        .into_iter()
+        .map(|r| r.unwrap().to_json())
+        .collect();
+    let two: Vec<String> = sim::simulate_many(spec, &cfgs, 2)
+        .into_iter()
+        .map(|r| r.unwrap().to_json())
+        .collect();
     assert_eq!(one, two);
     assert_ne!(one[0], one[1]);
     let v: serde_json::Value = serde_json::from_str(&one[0]).unwrap();
@@ -265,7 +315,14 @@ fn results_are_byte_identical_across_runs_and_thread_counts() {
 fn context_switch_flushes_without_asids_only() {
     let base = 0x7000_0000_0000u64;
     let run = |asid: bool| {
-        let cfg = small("", &[if asid { "os.asid=true" } else { "os.asid=false" }]);
+        let cfg = small(
+            "",
+            &[if asid {
+                "os.asid=true"
+            } else {
+                "os.asid=false"
+            }],
+        );
         let mut b = Batch::default();
         mmap(&mut b, base, G, ANON);
         load(&mut b, base);
@@ -278,7 +335,11 @@ fn context_switch_flushes_without_asids_only() {
         s.batch(&b).unwrap();
         s.check_invariants().unwrap();
         let c = s.counters();
-        (c["walker.walks"], c["shootdowns.context_switch"], c["os.page_faults"])
+        (
+            c["walker.walks"],
+            c["shootdowns.context_switch"],
+            c["os.page_faults"],
+        )
     };
     // With ASIDs the third access hits the first address space's entry; without, it walks.
     assert_eq!(run(true), (2, 0, 2));
@@ -293,7 +354,15 @@ fn munmap_shoots_down_and_refaults() {
     mmap(&mut b, base, 16 * 4096, ANON);
     load(&mut b, base);
     load(&mut b, base + 4096);
-    b.push_side(1, 0, SideBody::Syscall(Syscall { kind: SyscallKind::Munmap, args: [base, 4096, 0, 0, 0, 0], ret: 0 }));
+    b.push_side(
+        1,
+        0,
+        SideBody::Syscall(Syscall {
+            kind: SyscallKind::Munmap,
+            args: [base, 4096, 0, 0, 0, 0],
+            ret: 0,
+        }),
+    );
     load(&mut b, base + 4096); // still mapped and cached: TLB hit
     mmap(&mut b, base, 4096, ANON);
     load(&mut b, base); // a new page: fault again

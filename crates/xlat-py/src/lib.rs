@@ -508,8 +508,8 @@ fn simulate(
         .iter()
         .map(|(w, t, s, l)| build_config(w, t, s, l.clone()))
         .collect::<PyResult<Vec<_>>>()?;
-    let threads = threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads =
+        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let spec = spec.to_string();
     let out = py.allow_threads(move || -> Result<Vec<String>, xlat_core::sim::Error> {
         if cfgs.len() == 1 {

@@ -85,7 +85,8 @@ impl Buddy {
         self.free_frames += 1 << order;
         while order < self.max_order {
             let buddy = pfn ^ (1 << order);
-            if buddy + (1 << order) > self.total_frames || !self.free[order as usize].remove(&buddy) {
+            if buddy + (1 << order) > self.total_frames || !self.free[order as usize].remove(&buddy)
+            {
                 break;
             }
             pfn = pfn.min(buddy);

@@ -16,7 +16,10 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use xlat_trace::{Syscall, SyscallKind};
 
-pub use policy::{AllocationTiming, DemandPaging, MetadataGranularity, NoRanges, RangeCreation, SingleTier, Tiering};
+pub use policy::{
+    AllocationTiming, DemandPaging, MetadataGranularity, NoRanges, RangeCreation, SingleTier,
+    Tiering,
+};
 
 /// Where the mosaic pools are placed in the simulated address space: 1GiB-aligned, as the real
 /// allocator places them, far from where Linux puts brk (0x55..) and mmap (0x7f..) regions.
@@ -137,7 +140,11 @@ pub struct AddressSpace {
 /// A TLB/PSC invalidation the MMU must perform (addresses in the simulated address space).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Invalidation {
-    Range { asid: u32, start: u64, end: u64 },
+    Range {
+        asid: u32,
+        start: u64,
+        end: u64,
+    },
     /// Everything (context switch without ASIDs).
     All,
 }
@@ -269,7 +276,10 @@ impl Os {
     }
 
     fn alloc_frames(&mut self, order: u32, va: u64) -> Result<u64, SimError> {
-        let pfn = self.buddy.alloc(order).ok_or(SimError::OutOfMemory(self.mem_mib, va))?;
+        let pfn = self
+            .buddy
+            .alloc(order)
+            .ok_or(SimError::OutOfMemory(self.mem_mib, va))?;
         self.stats.frames_in_use += 1 << order;
         Ok(pfn)
     }
@@ -316,7 +326,13 @@ impl Os {
             ] {
                 sp.vmas.insert(
                     base,
-                    Vma { start: base, end: base + size, kind: VmaKind::Pool(kind), thp_advised: false, thp_disabled: true },
+                    Vma {
+                        start: base,
+                        end: base + size,
+                        kind: VmaKind::Pool(kind),
+                        thp_advised: false,
+                        thp_disabled: true,
+                    },
                 );
             }
         }
@@ -360,7 +376,12 @@ impl Os {
         let sp = &self.spaces[self.cur];
         let mut out = Vec::new();
         let mut at = start;
-        let first = sp.chunks.range(..=start).next_back().map(|(&s, _)| s).unwrap_or(start);
+        let first = sp
+            .chunks
+            .range(..=start)
+            .next_back()
+            .map(|(&s, _)| s)
+            .unwrap_or(start);
         for (&s, c) in sp.chunks.range(first..) {
             if s >= end {
                 break;
@@ -410,7 +431,14 @@ impl Os {
                 sp.chunks.insert(s, Chunk { end: cs, ..c });
             }
             if ce < c.end {
-                sp.chunks.insert(ce, Chunk { end: c.end, sim: c.sim + (ce - s), pool: c.pool });
+                sp.chunks.insert(
+                    ce,
+                    Chunk {
+                        end: c.end,
+                        sim: c.sim + (ce - s),
+                        pool: c.pool,
+                    },
+                );
             }
         }
     }
@@ -419,7 +447,11 @@ impl Os {
 
     fn vma_at(&self, va: u64) -> Option<Vma> {
         let sp = &self.spaces[self.cur];
-        sp.vmas.range(..=va).next_back().map(|(_, v)| *v).filter(|v| va < v.end)
+        sp.vmas
+            .range(..=va)
+            .next_back()
+            .map(|(_, v)| *v)
+            .filter(|v| va < v.end)
     }
 
     /// Split the VMA containing `at` (strictly inside) into two.
@@ -437,7 +469,13 @@ impl Os {
     fn insert_vma(&mut self, start: u64, end: u64, kind: VmaKind) {
         self.stats.vmas_created += 1;
         let sp = &mut self.spaces[self.cur];
-        let mut v = Vma { start, end, kind, thp_advised: false, thp_disabled: false };
+        let mut v = Vma {
+            start,
+            end,
+            kind,
+            thp_advised: false,
+            thp_disabled: false,
+        };
         // Merge with an adjacent anonymous VMA of the same kind and advice (Linux's vma_merge).
         if matches!(kind, VmaKind::Anon | VmaKind::Heap) {
             if let Some((&ps, p)) = sp.vmas.range(..start).next_back() {
@@ -467,17 +505,24 @@ impl Os {
     /// Split huge pages that straddle `at` into 4KB pages (Linux splits THPs on partial unmap).
     fn split_huge_at(&mut self, at: u64) -> Result<(), SimError> {
         let root = self.root();
-        if at % (2 << 20) == 0 && at % (1 << 30) == 0 {
+        if at.is_multiple_of(2 << 20) && at.is_multiple_of(1 << 30) {
             return Ok(());
         }
-        let Some((pfn, size)) = self.pt.lookup(root, self.levels, at) else { return Ok(()) };
-        if size == PageSize::Size4K || at % size.bytes() == 0 {
+        let Some((pfn, size)) = self.pt.lookup(root, self.levels, at) else {
+            return Ok(());
+        };
+        if size == PageSize::Size4K || at.is_multiple_of(size.bytes()) {
             return Ok(());
         }
         let base = at & !(size.bytes() - 1);
         self.stats.huge_splits += 1;
-        self.pt.unmap_range(root, self.levels, base, base + 1, &mut |_, _, _| {});
-        self.inval.push(Invalidation::Range { asid: self.asid(), start: base, end: base + size.bytes() });
+        self.pt
+            .unmap_range(root, self.levels, base, base + 1, &mut |_, _, _| {});
+        self.inval.push(Invalidation::Range {
+            asid: self.asid(),
+            start: base,
+            end: base + size.bytes(),
+        });
         for i in 0..size.bytes() / PAGE {
             self.map_page(base + i * PAGE, PageSize::Size4K, pfn + i)?;
         }
@@ -496,7 +541,8 @@ impl Os {
         });
         self.stats.frames_in_use += created;
         self.stats.page_table_pages += created;
-        r.map(|_| ()).map_err(|_| SimError::OutOfMemory(self.mem_mib, va))
+        r.map(|_| ())
+            .map_err(|_| SimError::OutOfMemory(self.mem_mib, va))
     }
 
     /// Free the pages of [start, end) (after splitting huge pages at the ends); queue the
@@ -514,17 +560,25 @@ impl Os {
         if only_4k {
             for (va, pfn, size) in self.pt.leaves(root, self.levels, start, end) {
                 if size == PageSize::Size4K {
-                    self.pt.unmap_range(root, self.levels, va, va + PAGE, &mut |_, _, _| {});
+                    self.pt
+                        .unmap_range(root, self.levels, va, va + PAGE, &mut |_, _, _| {});
                     freed.push((va, pfn, size));
                 }
             }
         } else {
-            self.pt.unmap_range(root, self.levels, start, end, &mut |va, pfn, s| freed.push((va, pfn, s)));
+            self.pt
+                .unmap_range(root, self.levels, start, end, &mut |va, pfn, s| {
+                    freed.push((va, pfn, s))
+                });
         }
         for &(_, pfn, s) in &freed {
             self.free_frames(pfn, 9 * s as u32);
         }
-        self.inval.push(Invalidation::Range { asid: self.asid(), start, end });
+        self.inval.push(Invalidation::Range {
+            asid: self.asid(),
+            start,
+            end,
+        });
         Ok(())
     }
 
@@ -641,7 +695,11 @@ impl Os {
 
     fn mmap(&mut self, addr: u64, len: u64, flags: u64) -> Result<(), SimError> {
         let huge = if flags & MAP_HUGETLB != 0 {
-            Some(if (flags >> 26) & 0x3f == 30 { PageSize::Size1G } else { PageSize::Size2M })
+            Some(if (flags >> 26) & 0x3f == 30 {
+                PageSize::Size1G
+            } else {
+                PageSize::Size2M
+            })
         } else {
             None
         };
@@ -665,7 +723,14 @@ impl Os {
                 _ => (&mut sp.file_pool, FILE_POOL_BASE),
             };
             if let Some(off) = ff.alloc(end - addr) {
-                sp.chunks.insert(addr, Chunk { end, sim: base + off, pool });
+                sp.chunks.insert(
+                    addr,
+                    Chunk {
+                        end,
+                        sim: base + off,
+                        pool,
+                    },
+                );
                 sp.mru = (0, 0, 0);
                 return Ok(());
             }
@@ -702,7 +767,14 @@ impl Os {
             if self.mosaic {
                 let size = self.layout.as_ref().map_or(0, |l| l.heap_size());
                 let s = page_down(new);
-                sp.chunks.insert(s, Chunk { end: s + size, sim: HEAP_POOL_BASE, pool: PoolKind::Heap });
+                sp.chunks.insert(
+                    s,
+                    Chunk {
+                        end: s + size,
+                        sim: HEAP_POOL_BASE,
+                        pool: PoolKind::Heap,
+                    },
+                );
                 sp.mru = (0, 0, 0);
             }
             return Ok(());
@@ -738,8 +810,13 @@ impl Os {
             // trace, so the new range starts unpopulated (documented approximation).
             let kind = self.vma_at(old).map(|v| v.kind);
             let pieces = self.reloc_pieces(old, old_end);
-            let anon = pieces.iter().any(|p| p.3 == Some(PoolKind::Anon) || p.3 == Some(PoolKind::Heap))
-                || matches!(kind, Some(VmaKind::Anon | VmaKind::Heap | VmaKind::Inferred));
+            let anon = pieces
+                .iter()
+                .any(|p| p.3 == Some(PoolKind::Anon) || p.3 == Some(PoolKind::Heap))
+                || matches!(
+                    kind,
+                    Some(VmaKind::Anon | VmaKind::Heap | VmaKind::Inferred)
+                );
             self.munmap(old, old_end)?;
             let flags = if anon { MAP_ANONYMOUS } else { 0 };
             return self.mmap(ret, new_end - ret, flags);
@@ -752,7 +829,12 @@ impl Os {
             if new_end > old_end {
                 self.isolate(old, old_end);
                 let sp = &mut self.spaces[self.cur];
-                let s = sp.vmas.range(..old_end).next_back().map(|(&s, _)| s).expect("isolated");
+                let s = sp
+                    .vmas
+                    .range(..old_end)
+                    .next_back()
+                    .map(|(&s, _)| s)
+                    .expect("isolated");
                 sp.vmas.get_mut(&s).expect("exists").end = new_end;
             } else if new_end < old_end {
                 self.unmap_sim(new_end, old_end)?;
@@ -764,8 +846,13 @@ impl Os {
         self.split_huge_at(old_end)?;
         let root = self.root();
         let moved = self.pt.leaves(root, self.levels, old, old_end);
-        self.pt.unmap_range(root, self.levels, old, old_end, &mut |_, _, _| {});
-        self.inval.push(Invalidation::Range { asid: self.asid(), start: old, end: old_end });
+        self.pt
+            .unmap_range(root, self.levels, old, old_end, &mut |_, _, _| {});
+        self.inval.push(Invalidation::Range {
+            asid: self.asid(),
+            start: old,
+            end: old_end,
+        });
         let ids = self.isolate(old, old_end);
         for s in ids {
             self.spaces[self.cur].vmas.remove(&s);
@@ -778,7 +865,7 @@ impl Os {
                 self.free_frames(pfn, 9 * size as u32);
                 continue;
             }
-            if nva % size.bytes() == 0 && nva + size.bytes() <= new_end {
+            if nva.is_multiple_of(size.bytes()) && nva + size.bytes() <= new_end {
                 self.map_page(nva, size, pfn)?;
             } else {
                 self.stats.huge_splits += 1;
@@ -792,7 +879,11 @@ impl Os {
 
     fn madvise(&mut self, start: u64, end: u64, advice: u64) -> Result<(), SimError> {
         let start = page_down(start);
-        let pieces = if self.mosaic { self.reloc_pieces(start, end) } else { vec![(start, end, start, None)] };
+        let pieces = if self.mosaic {
+            self.reloc_pieces(start, end)
+        } else {
+            vec![(start, end, start, None)]
+        };
         for (s, e, sim, pool) in pieces {
             let (ss, se) = (sim, sim + (e - s));
             match advice {
@@ -853,15 +944,27 @@ mod tests {
         let mut o = os("thp", None);
         // 5MB anonymous mapping at 1MB past a 2MB boundary: [0x7000_0010_0000, +5MB).
         let a = 0x7000_0010_0000u64;
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 5 << 20, 3, 0x22, u64::MAX, 0], a as i64)).unwrap();
+        o.syscall(&sys(
+            SyscallKind::Mmap,
+            &[0, 5 << 20, 3, 0x22, u64::MAX, 0],
+            a as i64,
+        ))
+        .unwrap();
         o.fault(a).unwrap(); // head: 2MB region sticks out of the VMA -> 4KB
         o.fault(a + (1 << 20)).unwrap(); // [0x..20_0000, 0x..40_0000) fully inside -> 2MB
-        assert_eq!(o.lookup(a), Some((o.lookup(a).unwrap().0, PageSize::Size4K)));
+        assert_eq!(
+            o.lookup(a),
+            Some((o.lookup(a).unwrap().0, PageSize::Size4K))
+        );
         assert_eq!(o.lookup(a + (2 << 20)).unwrap().1, PageSize::Size2M);
-        assert_eq!((o.stats.faults_4k, o.stats.faults_2m, o.stats.huge_fallbacks), (1, 1, 1));
+        assert_eq!(
+            (o.stats.faults_4k, o.stats.faults_2m, o.stats.huge_fallbacks),
+            (1, 1, 1)
+        );
         // munmap of 4KB inside the 2MB page splits it and frees one frame.
         let (before, tables) = (o.stats.frames_in_use, o.stats.page_table_pages);
-        o.syscall(&sys(SyscallKind::Munmap, &[a + (2 << 20), 4096], 0)).unwrap();
+        o.syscall(&sys(SyscallKind::Munmap, &[a + (2 << 20), 4096], 0))
+            .unwrap();
         assert_eq!(o.stats.huge_splits, 1);
         // One frame freed, one page-table page allocated for the 511 remaining 4KB pages.
         assert_eq!(o.stats.page_table_pages, tables + 1);
@@ -873,31 +976,68 @@ mod tests {
     #[test]
     fn brk_grows_and_shrinks_the_heap_vma() {
         let mut o = os("4k", None);
-        o.syscall(&sys(SyscallKind::Brk, &[0], 0x5555_0000_0000)).unwrap();
-        o.syscall(&sys(SyscallKind::Brk, &[0x5555_0002_1000], 0x5555_0002_1000)).unwrap();
-        o.syscall(&sys(SyscallKind::Brk, &[0x5555_0004_0800], 0x5555_0004_0800)).unwrap();
+        o.syscall(&sys(SyscallKind::Brk, &[0], 0x5555_0000_0000))
+            .unwrap();
+        o.syscall(&sys(
+            SyscallKind::Brk,
+            &[0x5555_0002_1000],
+            0x5555_0002_1000,
+        ))
+        .unwrap();
+        o.syscall(&sys(
+            SyscallKind::Brk,
+            &[0x5555_0004_0800],
+            0x5555_0004_0800,
+        ))
+        .unwrap();
         let v = o.vmas();
         assert_eq!(v.len(), 1);
-        assert_eq!((v[0].start, v[0].end, v[0].kind), (0x5555_0000_0000, 0x5555_0004_1000, VmaKind::Heap));
+        assert_eq!(
+            (v[0].start, v[0].end, v[0].kind),
+            (0x5555_0000_0000, 0x5555_0004_1000, VmaKind::Heap)
+        );
         o.fault(0x5555_0004_0000).unwrap();
-        o.syscall(&sys(SyscallKind::Brk, &[0x5555_0001_0000], 0x5555_0001_0000)).unwrap();
+        o.syscall(&sys(
+            SyscallKind::Brk,
+            &[0x5555_0001_0000],
+            0x5555_0001_0000,
+        ))
+        .unwrap();
         assert_eq!(o.vmas()[0].end, 0x5555_0001_0000);
         assert_eq!(o.lookup(0x5555_0004_0000), None);
-        assert_eq!(o.inval.last(), Some(&Invalidation::Range { asid: 0, start: 0x5555_0001_0000, end: 0x5555_0004_1000 }));
+        assert_eq!(
+            o.inval.last(),
+            Some(&Invalidation::Range {
+                asid: 0,
+                start: 0x5555_0001_0000,
+                end: 0x5555_0004_1000
+            })
+        );
     }
 
     #[test]
     fn mosaic_relocates_pools_and_honours_windows() {
         let layout = "version = 1\n[heap]\nsize = \"2GiB\"\nwindows = [ { offset = \"1GiB\", length = \"1GiB\", page = \"1GB\" } ]\n[anon]\nsize = \"1GiB\"\nwindows = [ { offset = \"2MiB\", length = \"4MiB\", page = \"2MB\" } ]\n";
         let mut o = os("mosaic", Some(layout));
-        o.syscall(&sys(SyscallKind::Brk, &[0], 0x5555_5556_0000)).unwrap();
+        o.syscall(&sys(SyscallKind::Brk, &[0], 0x5555_5556_0000))
+            .unwrap();
         assert_eq!(o.relocate(0x5555_5556_0010), HEAP_POOL_BASE + 0x10);
         let g = o.relocate(0x5555_5556_0000 + (1 << 30) + 5);
         o.fault(g).unwrap();
         assert_eq!(o.lookup(g).unwrap().1, PageSize::Size1G);
         // Two anonymous mappings: first fit gives offsets 0 and 3MiB.
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 3 << 20, 3, 0x22, u64::MAX, 0], 0x7f00_0000_0000)).unwrap();
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 8 << 20, 3, 0x22, u64::MAX, 0], 0x7e00_0000_0000)).unwrap();
+        o.syscall(&sys(
+            SyscallKind::Mmap,
+            &[0, 3 << 20, 3, 0x22, u64::MAX, 0],
+            0x7f00_0000_0000,
+        ))
+        .unwrap();
+        o.syscall(&sys(
+            SyscallKind::Mmap,
+            &[0, 8 << 20, 3, 0x22, u64::MAX, 0],
+            0x7e00_0000_0000,
+        ))
+        .unwrap();
         assert_eq!(o.relocate(0x7f00_0000_1000), ANON_POOL_BASE + 0x1000);
         assert_eq!(o.relocate(0x7e00_0000_0000), ANON_POOL_BASE + (3 << 20));
         let w = o.relocate(0x7f00_0000_0000 + (2 << 20)); // offset 2MiB: in the 2MB window
@@ -907,11 +1047,25 @@ mod tests {
         o.fault(n).unwrap();
         assert_eq!(o.lookup(n).unwrap().1, PageSize::Size4K);
         // Free the first mapping; a 1MiB mapping reuses offset 0.
-        o.syscall(&sys(SyscallKind::Munmap, &[0x7f00_0000_0000, 3 << 20], 0)).unwrap();
-        assert_eq!(o.lookup(w).unwrap().1, PageSize::Size2M, "huge pages stay in the pool");
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 1 << 20, 3, 0x22, u64::MAX, 0], 0x7d00_0000_0000)).unwrap();
+        o.syscall(&sys(SyscallKind::Munmap, &[0x7f00_0000_0000, 3 << 20], 0))
+            .unwrap();
+        assert_eq!(
+            o.lookup(w).unwrap().1,
+            PageSize::Size2M,
+            "huge pages stay in the pool"
+        );
+        o.syscall(&sys(
+            SyscallKind::Mmap,
+            &[0, 1 << 20, 3, 0x22, u64::MAX, 0],
+            0x7d00_0000_0000,
+        ))
+        .unwrap();
         assert_eq!(o.relocate(0x7d00_0000_0000), ANON_POOL_BASE);
-        assert_eq!(o.relocate(0x7f00_0000_0000), 0x7f00_0000_0000, "unmapped: identity");
+        assert_eq!(
+            o.relocate(0x7f00_0000_0000),
+            0x7f00_0000_0000,
+            "unmapped: identity"
+        );
     }
 
     #[test]
@@ -919,17 +1073,37 @@ mod tests {
         let mut o = os("4k", None);
         let h = 0x7000_0000_0000u64;
         // MAP_HUGETLB | MAP_HUGE_1GB
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 1 << 30, 3, 0x22 | 0x40000 | (30 << 26), u64::MAX, 0], h as i64)).unwrap();
+        o.syscall(&sys(
+            SyscallKind::Mmap,
+            &[0, 1 << 30, 3, 0x22 | 0x40000 | (30 << 26), u64::MAX, 0],
+            h as i64,
+        ))
+        .unwrap();
         o.fault(h + 12345).unwrap();
         assert_eq!(o.lookup(h).unwrap().1, PageSize::Size1G);
         let a = 0x7100_0000_0000u64;
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 1 << 20, 3, 0x22, u64::MAX, 0], a as i64)).unwrap();
+        o.syscall(&sys(
+            SyscallKind::Mmap,
+            &[0, 1 << 20, 3, 0x22, u64::MAX, 0],
+            a as i64,
+        ))
+        .unwrap();
         o.fault(a).unwrap();
         let pfn = o.lookup(a).unwrap().0;
-        o.syscall(&sys(SyscallKind::Mremap, &[a, 1 << 20, 2 << 20, 1, 0], 0x7200_0000_0000)).unwrap();
+        o.syscall(&sys(
+            SyscallKind::Mremap,
+            &[a, 1 << 20, 2 << 20, 1, 0],
+            0x7200_0000_0000,
+        ))
+        .unwrap();
         assert_eq!(o.lookup(a), None);
-        assert_eq!(o.lookup(0x7200_0000_0000), Some((pfn, PageSize::Size4K)), "frames move with the mapping");
-        o.syscall(&sys(SyscallKind::Madvise, &[0x7200_0000_0000, 4096, 4], 0)).unwrap();
+        assert_eq!(
+            o.lookup(0x7200_0000_0000),
+            Some((pfn, PageSize::Size4K)),
+            "frames move with the mapping"
+        );
+        o.syscall(&sys(SyscallKind::Madvise, &[0x7200_0000_0000, 4096, 4], 0))
+            .unwrap();
         assert_eq!(o.lookup(0x7200_0000_0000), None);
     }
 }

@@ -18,6 +18,10 @@ pub fn index(va: u64, level: usize) -> usize {
     ((va >> (12 + 9 * (level as u32 - 1))) & 511) as usize
 }
 
+/// No frame was left for a page table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfFrames;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Entry {
     Empty,
@@ -143,7 +147,8 @@ impl PageTables {
         })
     }
 
-    /// Map the `size` page at `va` (aligned) to frame `pfn`, creating tables with `new_pfn`.
+    /// Map the `size` page at `va` (aligned) to frame `pfn`, creating tables with `new_pfn`
+    /// (`None` from it means physical memory ran out: `Err(OutOfFrames)`).
     /// An empty table where the leaf goes is replaced (it stays allocated; see docs). Returns
     /// the number of tables created, or Err if a table frame could not be allocated.
     pub fn map(
@@ -154,7 +159,7 @@ impl PageTables {
         size: PageSize,
         pfn: u64,
         new_pfn: &mut dyn FnMut() -> Option<u64>,
-    ) -> Result<u32, ()> {
+    ) -> Result<u32, OutOfFrames> {
         let leaf_level = size.leaf_level();
         let mut t = root;
         let mut created = 0;
@@ -163,7 +168,7 @@ impl PageTables {
             t = match self.entry(t, i) {
                 Entry::Table(c) => c,
                 Entry::Empty => {
-                    let c = self.new_table(new_pfn().ok_or(())?);
+                    let c = self.new_table(new_pfn().ok_or(OutOfFrames)?);
                     created += 1;
                     self.set(t, i, (c << 2) | PRESENT);
                     c
@@ -204,7 +209,11 @@ impl PageTables {
         freed: &mut dyn FnMut(u64, u64, PageSize),
     ) {
         let span = 1u64 << (12 + 9 * (level as u32 - 1));
-        let lo = if start > base { ((start - base) / span) as usize } else { 0 };
+        let lo = if start > base {
+            ((start - base) / span) as usize
+        } else {
+            0
+        };
         for i in lo..512 {
             let va = base + i as u64 * span;
             if va >= end {
@@ -225,13 +234,27 @@ impl PageTables {
     }
 
     /// Leaves inside [start, end), as (va, pfn, size), in address order.
-    pub fn leaves(&self, root: u32, levels: usize, start: u64, end: u64) -> Vec<(u64, u64, PageSize)> {
+    pub fn leaves(
+        &self,
+        root: u32,
+        levels: usize,
+        start: u64,
+        end: u64,
+    ) -> Vec<(u64, u64, PageSize)> {
         let mut out = Vec::new();
         self.leaves_rec(root, levels, 0, start, end, &mut out);
         out
     }
 
-    fn leaves_rec(&self, t: u32, level: usize, base: u64, start: u64, end: u64, out: &mut Vec<(u64, u64, PageSize)>) {
+    fn leaves_rec(
+        &self,
+        t: u32,
+        level: usize,
+        base: u64,
+        start: u64,
+        end: u64,
+        out: &mut Vec<(u64, u64, PageSize)>,
+    ) {
         let span = 1u64 << (12 + 9 * (level as u32 - 1));
         if self.present(t) == 0 {
             return;
@@ -313,21 +336,58 @@ mod tests {
             Some(next)
         };
         // 4KB: creates PDPT, PD, PT.
-        assert_eq!(pt.map(root, 4, 0x7000_1234_5000, PageSize::Size4K, 7, &mut alloc), Ok(3));
+        assert_eq!(
+            pt.map(root, 4, 0x7000_1234_5000, PageSize::Size4K, 7, &mut alloc),
+            Ok(3)
+        );
         // 2MB in a new 1GB region of the same 512GB: PD only.
-        assert_eq!(pt.map(root, 4, 0x7000_4000_0000, PageSize::Size2M, 512, &mut alloc), Ok(1));
+        assert_eq!(
+            pt.map(root, 4, 0x7000_4000_0000, PageSize::Size2M, 512, &mut alloc),
+            Ok(1)
+        );
         // 1GB in the same PML4 slot: no new table.
-        assert_eq!(pt.map(root, 4, 0x7000_8000_0000, PageSize::Size1G, 1 << 18, &mut alloc), Ok(0));
-        assert_eq!(pt.lookup(root, 4, 0x7000_1234_5fff), Some((7, PageSize::Size4K)));
-        assert_eq!(pt.lookup(root, 4, 0x7000_401f_ffff), Some((512, PageSize::Size2M)));
-        assert_eq!(pt.lookup(root, 4, 0x7000_bfff_ffff), Some((1 << 18, PageSize::Size1G)));
+        assert_eq!(
+            pt.map(
+                root,
+                4,
+                0x7000_8000_0000,
+                PageSize::Size1G,
+                1 << 18,
+                &mut alloc
+            ),
+            Ok(0)
+        );
+        assert_eq!(
+            pt.lookup(root, 4, 0x7000_1234_5fff),
+            Some((7, PageSize::Size4K))
+        );
+        assert_eq!(
+            pt.lookup(root, 4, 0x7000_401f_ffff),
+            Some((512, PageSize::Size2M))
+        );
+        assert_eq!(
+            pt.lookup(root, 4, 0x7000_bfff_ffff),
+            Some((1 << 18, PageSize::Size1G))
+        );
         assert_eq!(pt.lookup(root, 4, 0x7000_1234_6000), None);
         assert_eq!(pt.table_pa(root), 100 << 12);
         assert!(pt.region_used(root, 4, 0x7000_1220_0000, PageSize::Size2M));
         assert!(!pt.region_used(root, 4, 0x7000_1240_0000, PageSize::Size2M));
         let mut got = Vec::new();
-        pt.unmap_range(root, 4, 0x7000_0000_0000, 0x7000_8000_0000, &mut |va, pfn, s| got.push((va, pfn, s)));
-        assert_eq!(got, vec![(0x7000_1234_5000, 7, PageSize::Size4K), (0x7000_4000_0000, 512, PageSize::Size2M)]);
+        pt.unmap_range(
+            root,
+            4,
+            0x7000_0000_0000,
+            0x7000_8000_0000,
+            &mut |va, pfn, s| got.push((va, pfn, s)),
+        );
+        assert_eq!(
+            got,
+            vec![
+                (0x7000_1234_5000, 7, PageSize::Size4K),
+                (0x7000_4000_0000, 512, PageSize::Size2M)
+            ]
+        );
         assert!(!pt.region_used(root, 4, 0x7000_1220_0000, PageSize::Size2M));
         assert_eq!(pt.leaves(root, 4, 0, u64::MAX).len(), 1);
     }

@@ -70,7 +70,9 @@ impl PageSizePolicy for Mosaic {
         "mosaic"
     }
     fn page_size(&self, vma: &Vma, va: u64, layout: Option<&Layout>) -> PageSize {
-        let Some(l) = layout else { return PageSize::Size4K };
+        let Some(l) = layout else {
+            return PageSize::Size4K;
+        };
         match vma.kind {
             VmaKind::Pool(PoolKind::Heap) => l.page_at(false, va - HEAP_POOL_BASE),
             VmaKind::Pool(PoolKind::Anon) => l.page_at(true, va - ANON_POOL_BASE),
