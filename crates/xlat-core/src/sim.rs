@@ -9,7 +9,7 @@
 
 use crate::config::{Config, PageSize};
 use crate::mem::Caches;
-use crate::mmu::{asid_tag, Psc, StructStats, Tlb};
+use crate::mmu::{asid_tag, Psc, StructStats, Tlb, VPN_MASK};
 use crate::os::pagetable::{index, Entry};
 use crate::os::{Invalidation, Os, SimError};
 use serde::Serialize;
@@ -30,6 +30,14 @@ struct WalkStats {
     cycles: u64,
 }
 
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    tlb: u32,
+    shift: u32,
+    size: u8,
+    size_bits: u64,
+}
+
 /// The simulator of one configuration.
 pub struct Simulator {
     cfg: Config,
@@ -39,6 +47,9 @@ pub struct Simulator {
     route: [Vec<Vec<usize>>; 2],
     lookups: [Vec<u64>; 2],
     level_hits: [Vec<u64>; 2],
+    /// Level-1 probes per access kind, flattened over the TLBs and their page sizes.
+    fast: [Vec<Probe>; 2],
+    l1_misses: [u64; 2],
     level_latency: Vec<u64>,
     pscs: Vec<Psc>,
     psc_for_level: [Option<usize>; 6],
@@ -129,6 +140,24 @@ impl Simulator {
         let os = Os::new(cfg)?;
         Ok(Simulator {
             lookups: [vec![0; route[0].len()], vec![0; route[1].len()]],
+            fast: std::array::from_fn(|r| {
+                route[r]
+                    .first()
+                    .map(|v| {
+                        v.iter()
+                            .flat_map(|&t| {
+                                tlbs[t].sizes.iter().map(move |&s| Probe {
+                                    tlb: t as u32,
+                                    shift: s.shift(),
+                                    size: s as u8,
+                                    size_bits: (s as u64) << crate::mmu::VPN_BITS,
+                                })
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            }),
+            l1_misses: [0; 2],
             level_hits: [vec![0; route[0].len()], vec![0; route[1].len()]],
             route,
             level_latency,
@@ -172,32 +201,34 @@ impl Simulator {
 
     // ------------------------------------------------------------------ the hot loop
 
-    /// Translate one access. Monomorphised over mosaic relocation and data caching.
+    /// Translate one access. Monomorphised over mosaic relocation and data caching. The
+    /// first-level probes are a flat list (TLB, size) per access kind, and a hit increments a
+    /// single counter (the TLB's hits); level-1 lookups are the accesses of the kind, counted
+    /// per range in `count_range`.
     #[inline(always)]
-    fn access<const MOSAIC: bool, const DATA: bool>(
-        &mut self,
-        va: u64,
-        kind: u8,
-    ) -> Result<(), SimError> {
+    fn access<const MOSAIC: bool, const DATA: bool>(&mut self, va: u64, kind: u8) -> Result<(), SimError> {
         let va = if MOSAIC { self.os.relocate(va) } else { va } & self.va_mask;
         let r = (kind == 2) as usize;
-        let route = &self.route[r];
-        let Some(first) = route.first() else {
+        let tag = self.tag;
+        let n = self.fast[r].len();
+        if n == 0 {
             self.untranslated += 1;
             return Ok(());
-        };
-        self.lookups[r][0] += 1;
-        let tag = self.tag;
-        for &t in first {
-            // SAFETY-free indexing; bounds checks are cheap next to the probe.
-            if let Some((pfn, s)) = self.tlbs[t].lookup(va, tag) {
-                self.level_hits[r][0] += 1;
+        }
+        for k in 0..n {
+            let p = self.fast[r][k];
+            let key = ((va >> p.shift) & VPN_MASK) | p.size_bits | tag;
+            let t = &mut self.tlbs[p.tlb as usize];
+            let set = t.arr.set_of(key & VPN_MASK);
+            if let Some(pfn) = t.arr.lookup(set, key) {
+                t.hits += 1;
                 if DATA {
-                    self.data_access(pfn, s, va);
+                    self.data_access(pfn, PageSize::from_index(p.size as usize), va);
                 }
                 return Ok(());
             }
         }
+        self.l1_misses[r] += 1;
         let (pfn, s) = self.miss(va, r)?;
         if DATA {
             self.data_access(pfn, s, va);
@@ -413,8 +444,19 @@ impl Simulator {
             return;
         }
         self.accesses += (hi - lo) as u64;
+        let mut kinds = [0u64; 3];
         for &k in &b.kind[lo..hi] {
-            self.by_kind[(k as usize).min(2)] += 1;
+            kinds[(k as usize).min(2)] += 1;
+        }
+        for (a, k) in self.by_kind.iter_mut().zip(kinds) {
+            *a += k;
+        }
+        let per_role = [kinds[0] + kinds[1], kinds[2]];
+        for r in 0..2 {
+            if !self.lookups[r].is_empty() {
+                self.lookups[r][0] += per_role[r];
+                self.level_hits[r][0] = self.lookups[r][0] - self.l1_misses[r];
+            }
         }
         let t0 = b.tid[lo];
         if b.tid[lo..hi].iter().all(|&t| t == t0) {
