@@ -150,13 +150,22 @@ impl SetAssoc {
     pub fn lookup(&mut self, set: usize, tag: u64) -> Option<u64> {
         let base = set * self.stride;
         let row = &self.mem[base..base + self.ways];
-        for (w, &t) in row.iter().enumerate() {
-            if t == tag {
-                self.touch(set, w);
-                return Some(self.data_at.map_or(0, |d| self.mem[base + d + w]));
+        // Branch-free scan for small sets: which way matches varies from access to access, and
+        // a compare-and-branch per way mispredicts; one branch on the result does not.
+        let w = if self.ways <= 16 {
+            let mut found = usize::MAX;
+            for (w, &t) in row.iter().enumerate() {
+                found = if t == tag { w } else { found };
             }
+            found
+        } else {
+            row.iter().position(|&t| t == tag).unwrap_or(usize::MAX)
+        };
+        if w == usize::MAX {
+            return None;
         }
-        None
+        self.touch(set, w);
+        Some(self.data_at.map_or(0, |d| self.mem[base + d + w]))
     }
 
     /// Ask the host to bring `set`'s row into its cache (no effect on the simulation).

@@ -444,10 +444,13 @@ impl Simulator {
             return;
         }
         self.accesses += (hi - lo) as u64;
-        let mut kinds = [0u64; 3];
+        // Branch-free counts (vectorised): loads, ifetches (kind >= 2), stores the rest.
+        let (mut n0, mut n2) = (0u64, 0u64);
         for &k in &b.kind[lo..hi] {
-            kinds[(k as usize).min(2)] += 1;
+            n0 += (k == 0) as u64;
+            n2 += (k >= 2) as u64;
         }
+        let kinds = [n0, (hi - lo) as u64 - n0 - n2, n2];
         for (a, k) in self.by_kind.iter_mut().zip(kinds) {
             *a += k;
         }
