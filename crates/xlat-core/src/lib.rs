@@ -19,6 +19,7 @@ pub mod layout;
 pub mod mem;
 pub mod mmu;
 pub mod os;
+pub mod pipeline;
 pub mod presets;
 pub mod setassoc;
 pub mod sim;

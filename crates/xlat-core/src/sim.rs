@@ -206,7 +206,11 @@ impl Simulator {
     /// single counter (the TLB's hits); level-1 lookups are the accesses of the kind, counted
     /// per range in `count_range`.
     #[inline(always)]
-    fn access<const MOSAIC: bool, const DATA: bool>(&mut self, va: u64, kind: u8) -> Result<(), SimError> {
+    fn access<const MOSAIC: bool, const DATA: bool>(
+        &mut self,
+        va: u64,
+        kind: u8,
+    ) -> Result<(), SimError> {
         let va = if MOSAIC { self.os.relocate(va) } else { va } & self.va_mask;
         let r = (kind == 2) as usize;
         let tag = self.tag;
@@ -871,8 +875,19 @@ pub fn simulate(
     Ok(sim.result(trace))
 }
 
+/// Open `trace`, decoding on a thread of its own if `pipeline` (see [`crate::pipeline`]).
+pub fn open_source(trace: &str, pipeline: bool) -> Result<Box<dyn EventSource>, Error> {
+    let src = xlat_trace::source::open(trace)?;
+    Ok(if pipeline {
+        Box::new(crate::pipeline::pipelined(src, 4))
+    } else {
+        src
+    })
+}
+
 /// Simulate `trace` (a path or workload spec) under each configuration, on up to `threads`
-/// threads; results in configuration order, identical for any thread count.
+/// threads; results in configuration order, identical for any thread count. When there are at
+/// least twice as many threads as configurations, each simulation also gets a decoding thread.
 pub fn simulate_many(
     trace: &str,
     cfgs: &[Config],
@@ -883,6 +898,7 @@ pub fn simulate_many(
     let next = AtomicUsize::new(0);
     let out: Vec<Mutex<Option<Result<SimResult, Error>>>> =
         cfgs.iter().map(|_| Mutex::new(None)).collect();
+    let pipeline = threads >= 2 * cfgs.len().max(1);
     let threads = threads.clamp(1, cfgs.len().max(1));
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -891,8 +907,7 @@ pub fn simulate_many(
                 if i >= cfgs.len() {
                     break;
                 }
-                let r = xlat_trace::source::open(trace)
-                    .map_err(Error::from)
+                let r = open_source(trace, pipeline)
                     .and_then(|mut src| simulate(src.as_mut(), trace, &cfgs[i], |_| {}));
                 *out[i].lock().expect("no poisoning") = Some(r);
             });

@@ -513,7 +513,7 @@ fn simulate(
     let spec = spec.to_string();
     let out = py.allow_threads(move || -> Result<Vec<String>, xlat_core::sim::Error> {
         if cfgs.len() == 1 {
-            let mut src = xlat_trace::source::open(&spec)?;
+            let mut src = xlat_core::sim::open_source(&spec, threads >= 2)?;
             let bar = Progress::new(progress, src.as_ref(), "simulating");
             let r = xlat_core::simulate(src.as_mut(), &spec, &cfgs[0], |s| bar.update(s))?;
             return Ok(vec![r.to_json()]);
