@@ -459,9 +459,9 @@ impl Simulator {
             *a += k;
         }
         let per_role = [kinds[0] + kinds[1], kinds[2]];
-        for r in 0..2 {
+        for (r, n) in per_role.into_iter().enumerate() {
             if !self.lookups[r].is_empty() {
-                self.lookups[r][0] += per_role[r];
+                self.lookups[r][0] += n;
                 self.level_hits[r][0] = self.lookups[r][0] - self.l1_misses[r];
             }
         }
