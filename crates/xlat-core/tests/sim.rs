@@ -375,3 +375,23 @@ fn munmap_shoots_down_and_refaults() {
     assert_eq!(c["walker.walks"], 3);
     assert_eq!(c["os.frames_in_use"] - c["os.page_table_pages"], 2);
 }
+
+#[test]
+fn five_level_paging_walks_five_levels() {
+    let cfg = small(
+        "[[psc]]\nname = \"pml5e\"\ncaches = \"pml5e\"\nentries = 2\nways = 2\n",
+        &["os.levels=5"],
+    );
+    let base = 0x0100_0000_0000_0000u64; // above 2^48: a 57-bit address
+    let mut setup = Batch::default();
+    mmap(&mut setup, base, 4 * G, ANON);
+    let got = loads_per_access(&cfg, &setup, &[base, base + 0x1000, base + G]);
+    assert_eq!(got, vec![5, 1, 3]);
+}
+
+#[test]
+fn example_config_parses() {
+    let text = include_str!("../../../configs/examples/tiny.toml");
+    let c = Config::from_toml("tiny", text, &[]).unwrap();
+    assert_eq!(c.tlb.len(), 2);
+}
