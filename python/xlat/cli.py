@@ -84,14 +84,26 @@ def cmd_trace_info(args: argparse.Namespace) -> int:
         ("source", r["source"]),
         ("producer", header.get("producer", "")),
         ("command", " ".join(header.get("command", []))),
-        ("accesses", f"{acc:,} ({info['loads']:,} loads, {info['stores']:,} stores, {info['ifetches']:,} ifetches)"),
+        (
+            "accesses",
+            f"{acc:,} ({info['loads']:,} loads, {info['stores']:,} stores, {info['ifetches']:,} ifetches)",
+        ),
         ("instructions", f"{info['instructions']:,}"),
-        ("threads", ", ".join(f"{tid} ({t['accesses']:,} accesses)" for tid, t in info["threads"].items()) or "none"),
+        (
+            "threads",
+            ", ".join(f"{tid} ({t['accesses']:,} accesses)" for tid, t in info["threads"].items()) or "none",
+        ),
         ("syscalls", ", ".join(f"{k} {v:,}" for k, v in info["syscalls"].items()) or "none"),
         ("markers", ", ".join(f"{k} {v:,}" for k, v in info["markers"].items()) or "none"),
-        ("footprint touched", f"{_human_bytes(info['touched_4k_pages'] * 4096)} ({info['touched_4k_pages']:,} 4KiB pages, "
-         f"{info['touched_2m_regions']:,} 2MiB regions, {info['touched_1g_regions']:,} 1GiB regions)"),
-        ("footprint mapped", f"{_human_bytes(info['mapped_bytes'])} at the end, {_human_bytes(info['peak_mapped_bytes'])} at peak"),
+        (
+            "footprint touched",
+            f"{_human_bytes(info['touched_4k_pages'] * 4096)} ({info['touched_4k_pages']:,} 4KiB pages, "
+            f"{info['touched_2m_regions']:,} 2MiB regions, {info['touched_1g_regions']:,} 1GiB regions)",
+        ),
+        (
+            "footprint mapped",
+            f"{_human_bytes(info['mapped_bytes'])} at the end, {_human_bytes(info['peak_mapped_bytes'])} at peak",
+        ),
     ]
     if info["min_addr"] is not None:
         rows.append(("address range", f"{info['min_addr']:#x} .. {info['max_addr']:#x}"))
@@ -112,7 +124,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
         _print_json(r)
     else:
         per = r["bytes"] / r["accesses"] if r["accesses"] else float("nan")
-        print(f"wrote {r['path']}: {r['accesses']:,} accesses, {_human_bytes(r['bytes'])} ({per:.2f} bytes/access)")
+        print(
+            f"wrote {r['path']}: {r['accesses']:,} accesses, {_human_bytes(r['bytes'])} ({per:.2f} bytes/access)"
+        )
     return 0
 
 
@@ -140,6 +154,7 @@ def _sim_runs(args: argparse.Namespace) -> list:
 
 def _sim_table(results: list) -> str:
     """Key metrics, one column per configuration."""
+
     def fmt(v: float) -> str:
         return f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.3f}"
 
@@ -155,8 +170,13 @@ def _sim_table(results: list) -> str:
     add("accesses", lambda r: r.counters["accesses"])
     add("instructions", lambda r: r.counters["instructions"])
     for lv in range(1, nlev + 1):
-        add(f"TLB L{lv} misses (data+instr)", lambda r, lv=lv: level_rows(r, f"tlb_level{lv}.data.misses")
-            + level_rows(r, f"tlb_level{lv}.instruction.misses"))
+        add(
+            f"TLB L{lv} misses (data+instr)",
+            lambda r, lv=lv: (
+                level_rows(r, f"tlb_level{lv}.data.misses")
+                + level_rows(r, f"tlb_level{lv}.instruction.misses")
+            ),
+        )
         add(f"TLB L{lv} MPKI", lambda r, lv=lv: r.derived.get(f"tlb_level{lv}.mpki", 0.0))
     add("L2-TLB hits (H)", lambda r: r.derived["H"])
     add("walks (M)", lambda r: r.derived["M"])
@@ -166,6 +186,7 @@ def _sim_table(results: list) -> str:
     names = [k.split(".")[-1] for k in results[0].counters if k.startswith("walker.loads_hit.")]
     for n in names:
         add(f"walk loads hitting {n}", lambda r, n=n: r.counters.get(f"walker.loads_hit.{n}", 0))
+
     def by_size(prefix: str) -> list[str]:
         return [" / ".join(f"{r.counters[f'{prefix}_{s}']:,}" for s in ("4k", "2m", "1g")) for r in results]
 
@@ -219,8 +240,11 @@ def cmd_sim(args: argparse.Namespace) -> int:
     print(f"trace: {args.trace}")
     print(_sim_table(results))
     acc = sum(r.counters["accesses"] for r in results)
-    print(f"\nsimulated {acc:,} accesses in {secs:.2f} s ({acc / secs / 1e6:.1f} M accesses/s over "
-          f"{len(results)} configuration(s))", file=sys.stderr)
+    print(
+        f"\nsimulated {acc:,} accesses in {secs:.2f} s ({acc / secs / 1e6:.1f} M accesses/s over "
+        f"{len(results)} configuration(s))",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -265,8 +289,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     base = results[0].derived["time.total_cycles"]
     print()
     for r in results[1:]:
-        print(f"{r.label}: {r.derived['M'] / max(results[0].derived['M'], 1):.1%} of the 4KB walks, "
-              f"estimated speed-up {base / r.derived['time.total_cycles']:.2f}x over 4KB pages")
+        print(
+            f"{r.label}: {r.derived['M'] / max(results[0].derived['M'], 1):.1%} of the 4KB walks, "
+            f"estimated speed-up {base / r.derived['time.total_cycles']:.2f}x over 4KB pages"
+        )
     print(f"\ntry: xlat sim --cpu haswell --policies 4k,thp --layout {layout} {trace}")
     return 0
 
@@ -274,8 +300,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     g = common.add_mutually_exclusive_group()
-    g.add_argument("--progress", dest="progress", action="store_true", default=None,
-                   help="show a progress bar on stderr (default: when stderr is a terminal)")
+    g.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="show a progress bar on stderr (default: when stderr is a terminal)",
+    )
     g.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
 
     p = argparse.ArgumentParser(
@@ -287,57 +318,91 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"xlat {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    s = sub.add_parser("workloads", parents=[common], help="list the synthetic workloads and their parameters",
-                       description="List the synthetic workloads. Use one wherever a trace is accepted, as "
-                                   "workload:NAME?key=value&... (sizes take KiB/MiB/GiB suffixes).")
+    s = sub.add_parser(
+        "workloads",
+        parents=[common],
+        help="list the synthetic workloads and their parameters",
+        description="List the synthetic workloads. Use one wherever a trace is accepted, as "
+        "workload:NAME?key=value&... (sizes take KiB/MiB/GiB suffixes).",
+    )
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_workloads)
 
-    s = sub.add_parser("trace-info", parents=[common], help="counts, threads, syscalls, footprint and duration of a trace",
-                       description="Read a trace (or workload) once and summarise it: accesses by kind, instructions, "
-                                   "threads, syscalls, markers, touched and mapped footprint, file size per access.")
-    s.add_argument("trace", metavar="TRACE", help="trace file (.xlat), text trace (.txt) or workload:... spec")
+    s = sub.add_parser(
+        "trace-info",
+        parents=[common],
+        help="counts, threads, syscalls, footprint and duration of a trace",
+        description="Read a trace (or workload) once and summarise it: accesses by kind, instructions, "
+        "threads, syscalls, markers, touched and mapped footprint, file size per access.",
+    )
+    s.add_argument(
+        "trace", metavar="TRACE", help="trace file (.xlat), text trace (.txt) or workload:... spec"
+    )
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_trace_info)
 
-    s = sub.add_parser("convert", parents=[common], help="convert between the xlat format, the text form and workloads",
-                       description="Write INPUT to OUTPUT. OUTPUT ending in .txt gets the plain text form; anything "
-                                   "else the compressed xlat format. INPUT may be a trace, a text trace or a workload "
-                                   "spec (which makes convert the way to save a workload as a trace).")
+    s = sub.add_parser(
+        "convert",
+        parents=[common],
+        help="convert between the xlat format, the text form and workloads",
+        description="Write INPUT to OUTPUT. OUTPUT ending in .txt gets the plain text form; anything "
+        "else the compressed xlat format. INPUT may be a trace, a text trace or a workload "
+        "spec (which makes convert the way to save a workload as a trace).",
+    )
     s.add_argument("input", metavar="INPUT")
     s.add_argument("output", metavar="OUTPUT")
     s.add_argument("--level", type=int, default=3, help="zstd level, 1 (fastest) to 19 (smallest); default 3")
     s.add_argument("--json", action="store_true", help="print a JSON summary")
     s.set_defaults(func=cmd_convert)
 
-    s = sub.add_parser("sim", parents=[common], help="simulate the address-translation path of a trace",
-                       description="Simulate a trace or workload through a CPU's TLBs, paging-structure "
-                                   "caches, page walker and caches, with an OS model (VMAs, buddy allocator, "
-                                   "page tables, "
-                                   "4KB/THP/hugetlb/mosaic pages). Prints a table; --json/--csv write every "
-                                   "counter. Several --cpu/--config/--policies/--layout values make several "
-                                   "configurations, simulated in parallel.")
+    s = sub.add_parser(
+        "sim",
+        parents=[common],
+        help="simulate the address-translation path of a trace",
+        description="Simulate a trace or workload through a CPU's TLBs, paging-structure "
+        "caches, page walker and caches, with an OS model (VMAs, buddy allocator, "
+        "page tables, "
+        "4KB/THP/hugetlb/mosaic pages). Prints a table; --json/--csv write every "
+        "counter. Several --cpu/--config/--policies/--layout values make several "
+        "configurations, simulated in parallel.",
+    )
     s.add_argument("trace", metavar="TRACE_OR_WORKLOAD")
-    s.add_argument("--cpu", action="append", metavar="PRESET",
-                   help="CPU preset (sandybridge, haswell, broadwell, skylake, sapphirerapids, zen4); "
-                        "repeatable")
+    s.add_argument(
+        "--cpu",
+        action="append",
+        metavar="PRESET",
+        help="CPU preset (sandybridge, haswell, broadwell, skylake, sapphirerapids, zen4); repeatable",
+    )
     s.add_argument("--config", action="append", metavar="FILE", help="configuration TOML file; repeatable")
-    s.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a configuration field, e.g. tlb.stlb.entries=2048 or os.policy=thp; "
-                        "repeatable")
-    s.add_argument("--policies", metavar="LIST",
-                   help="run each configuration with these page policies: 4k,thp")
-    s.add_argument("--layout", action="append", metavar="FILE",
-                   help="mosaic layout TOML (selects the mosaic policy); repeatable")
+    s.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a configuration field, e.g. tlb.stlb.entries=2048 or os.policy=thp; repeatable",
+    )
+    s.add_argument(
+        "--policies", metavar="LIST", help="run each configuration with these page policies: 4k,thp"
+    )
+    s.add_argument(
+        "--layout",
+        action="append",
+        metavar="FILE",
+        help="mosaic layout TOML (selects the mosaic policy); repeatable",
+    )
     s.add_argument("--json", metavar="OUT", help="write the result(s) as JSON (docs/simulator.md)")
     s.add_argument("--csv", metavar="OUT", help="write one CSV row of counters per configuration")
-    s.add_argument("--threads", type=int, default=None,
-                   help="threads for several configurations (default: all cores)")
+    s.add_argument(
+        "--threads", type=int, default=None, help="threads for several configurations (default: all cores)"
+    )
     s.set_defaults(func=cmd_sim)
 
-    s = sub.add_parser("demo", parents=[common], help="the main job on built-in inputs (what the README runs first)",
-                       description="Write the gups workload as a trace and simulate it on Skylake with 4KB "
-                                   "pages, THP and a mosaic layout, side by side.")
+    s = sub.add_parser(
+        "demo",
+        parents=[common],
+        help="the main job on built-in inputs (what the README runs first)",
+        description="Write the gups workload as a trace and simulate it on Skylake with 4KB "
+        "pages, THP and a mosaic layout, side by side.",
+    )
     s.add_argument("--out", default="out/demo", help="directory for the demo's traces (default out/demo)")
     s.set_defaults(func=cmd_demo)
 
