@@ -171,7 +171,11 @@ impl SetAssoc {
     /// Ask the host to bring `set`'s row into its cache (no effect on the simulation).
     #[inline(always)]
     pub fn prefetch(&self, set: usize) {
-        prefetch_ptr(self.mem.as_ptr().wrapping_add(set * self.stride));
+        let row = self.mem.as_ptr().wrapping_add(set * self.stride);
+        // Every host cache line of the row (tags, stamps, payloads).
+        for off in (0..self.stride).step_by(8) {
+            prefetch_ptr(row.wrapping_add(off));
+        }
     }
 
     /// Whether `tag` is in `set`, without changing any state.

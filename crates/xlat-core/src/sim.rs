@@ -407,7 +407,8 @@ impl Simulator {
             let walks0 = self.ws.walks;
             if self.prefetching && !MOSAIC {
                 for k in i..chunk_end {
-                    if k + AHEAD < hi {
+                    // Once per page run (a load and a store to one word share their walk).
+                    if k + AHEAD < hi && (b.addr[k + AHEAD] ^ b.addr[k + AHEAD - 1]) >> 12 != 0 {
                         self.prefetch(b.addr[k + AHEAD]);
                     }
                     self.access::<MOSAIC, DATA>(b.addr[k], b.kind[k])?;
