@@ -395,3 +395,55 @@ fn example_config_parses() {
     let c = Config::from_toml("tiny", text, &[]).unwrap();
     assert_eq!(c.tlb.len(), 2);
 }
+
+#[test]
+fn data_accesses_go_through_the_caches_when_asked() {
+    let extra = "[[cache]]\nname = \"L1D\"\nsize = \"32KiB\"\nways = 8\nlatency = 4\n";
+    let base = 0x7000_0000_0000u64;
+    let mut b = Batch::default();
+    mmap(&mut b, base, G, ANON);
+    for i in 0..100 {
+        load(&mut b, base + 8 * i); // 100 words: 13 lines of one page
+    }
+    let run = |on: &str| {
+        let mut s = Simulator::new(&small(extra, &[on])).unwrap();
+        s.batch(&b).unwrap();
+        s.counters()
+    };
+    let off = run("sim.data_through_caches=false");
+    let on = run("sim.data_through_caches=true");
+    assert_eq!(off["cache.L1D.accesses"], 4, "only the walk's 4 loads");
+    assert_eq!(on["cache.L1D.accesses"], 104);
+    assert_eq!(on["cache.L1D.misses"], 4 + 13);
+    assert_eq!(on["data.cycles"], 13 * 200 + 87 * 4);
+}
+
+#[test]
+fn fragmented_memory_defeats_thp_and_traces_without_syscalls_infer_vmas() {
+    let base = 0x7000_0000_0000u64;
+    let mut b = Batch::default();
+    for i in 0..4 {
+        load(&mut b, base + i * M2 + 64); // no mmap: each touch infers a 2MB-region VMA
+    }
+    let run = |frag: &str| {
+        let mut s = Simulator::new(&small("", &["os.policy=thp", frag])).unwrap();
+        s.batch(&b).unwrap();
+        s.check_invariants().unwrap();
+        s.counters()
+    };
+    let clean = run("memory.fragmentation=0.0");
+    assert_eq!(
+        clean["os.inferred_vmas"], 4,
+        "one 2MB-region VMA per first touch"
+    );
+    assert_eq!((clean["os.faults_2m"], clean["os.faults_4k"]), (4, 0));
+    let full = run("memory.fragmentation=1.0");
+    assert_eq!(
+        (
+            full["os.faults_2m"],
+            full["os.faults_4k"],
+            full["os.huge_fallbacks"]
+        ),
+        (0, 4, 4)
+    );
+}
