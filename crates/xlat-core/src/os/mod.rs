@@ -737,6 +737,16 @@ impl Os {
             self.stats.pool_overflows += 1;
         }
         self.insert_vma(addr, end, kind);
+        // Eager allocation (a later policy) populates the mapping now; demand paging does not.
+        if self.timing.populate_on_map(kind, end - addr) {
+            let mut va = addr;
+            while va < end {
+                if self.lookup(va).is_none() {
+                    self.fault(va)?;
+                }
+                va += PAGE;
+            }
+        }
         Ok(())
     }
 
@@ -971,6 +981,30 @@ mod tests {
         assert_eq!(o.stats.frames_in_use, before);
         assert_eq!(o.lookup(a + (2 << 20) + 4096).unwrap().1, PageSize::Size4K);
         assert_eq!(o.lookup(a + (2 << 20)), None);
+    }
+
+    #[test]
+    fn allocation_timing_seam_can_populate_eagerly() {
+        struct Eager;
+        impl AllocationTiming for Eager {
+            fn name(&self) -> &'static str {
+                "eager"
+            }
+            fn populate_on_map(&self, _: VmaKind, _: u64) -> bool {
+                true
+            }
+        }
+        let mut o = os("4k", None);
+        o.timing = Box::new(Eager);
+        let a = 0x7000_0000_0000u64;
+        o.syscall(&sys(
+            SyscallKind::Mmap,
+            &[0, 3 * 4096, 3, 0x22, u64::MAX, 0],
+            a as i64,
+        ))
+        .unwrap();
+        assert_eq!(o.stats.page_faults, 3);
+        assert!(o.lookup(a + 2 * 4096).is_some());
     }
 
     #[test]
