@@ -29,6 +29,7 @@ test: lint test-rust test-python
 
 bench: setup
 	cargo bench -p xlat-trace --bench decode
+	cargo bench -p xlat-core --bench sim
 	@for b in benches/*.py; do [ -f "$$b" ] || continue; $(PY) "$$b" || exit 1; done
 
 clean:

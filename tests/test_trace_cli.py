@@ -281,12 +281,13 @@ def test_help_explains_each_subcommand(xlat_cli):
         assert len(xlat_cli(cmd, "--help").stdout) > 200
 
 
-def test_sim_pass_through_writes_json(tmp_path, small_trace):
+def test_sim_reads_the_trace_file(tmp_path, small_trace):
     out = tmp_path / "r.json"
     p = run_xlat("sim", str(small_trace), "--json", str(out))
     assert "accesses" in p.stdout
     r = json.loads(out.read_text())
-    assert r["counts"]["accesses"] == 20000
+    assert r["counters"]["accesses"] == 20000
+    assert r["trace"] == str(small_trace)
 
 
 def test_resource_module_available():

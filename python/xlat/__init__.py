@@ -37,11 +37,17 @@ _API = {
     "WorkloadError": "xlat.trace",
     "TraceIOError": "xlat.trace",
     "EventError": "xlat.trace",
+    "simulate": "xlat.sim",
+    "simulate_many": "xlat.sim",
+    "SimResult": "xlat.sim",
+    "ConfigError": "xlat.sim",
+    "SimulationError": "xlat.sim",
 }
 
 __all__ = sorted(_API)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from xlat.sim import ConfigError, SimResult, SimulationError, simulate, simulate_many  # noqa: F401
     from xlat.trace import (  # noqa: F401
         Event,
         EventError,

@@ -23,6 +23,7 @@ examples:
   xlat convert bfs.xlat bfs.txt          # the plain text form
   xlat trace-info bfs.xlat --json
   xlat sim bfs.xlat
+  xlat sim --cpu skylake --policies 4k,thp bfs.xlat --json out.json
 """
 
 
@@ -129,64 +130,174 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_sim(args: argparse.Namespace) -> int:
-    from xlat import _native
+def _sim_runs(args: argparse.Namespace) -> list:
+    from xlat.sim import Run
 
-    r = json.loads(_native.passthrough(args.trace, _progress(args)))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=2, sort_keys=True)
-    c = r["counts"]
-    print(f"model: {r['model']} (counts events; the MMU model is not built yet)")
-    rate = c["accesses"] / r["seconds"] / 1e6 if r["seconds"] > 0 else float("nan")
-    print(
-        _table(
-            [
-                (
-                    "accesses",
-                    f"{c['accesses']:,} ({c['loads']:,} loads, {c['stores']:,} stores, {c['ifetches']:,} ifetches)",
-                ),
-                ("syscalls", f"{c['syscalls']:,}"),
-                ("markers", f"{c['markers']:,}"),
-                ("distinct 4KiB pages", f"{c['distinct_4k_pages']:,}"),
-                ("rate", f"{rate:.1f} M accesses/s"),
-            ]
+    bases = [("cpu", c) for c in (args.cpu or [])] + [("config", c) for c in (args.config or [])]
+    if not bases:
+        bases = [("cpu", "skylake")]
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies else []
+    for p in policies:
+        if p not in ("4k", "thp"):
+            raise CliError(f"--policies takes 4k and thp (mosaic comes from --layout), not '{p}'")
+    runs = []
+    for kind, name in bases:
+        base = {kind: name, "set": tuple(args.set or ())}
+        if not policies and not args.layout:
+            runs.append(Run(**base))
+        for p in policies:
+            runs.append(Run(**{**base, "set": (f"os.policy={p}", *base["set"])}))
+        for lay in args.layout or []:
+            runs.append(Run(**base, layout=lay))
+    return runs
+
+
+def _sim_table(results: list) -> str:
+    """Key metrics, one column per configuration."""
+
+    def fmt(v: float) -> str:
+        return f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.3f}"
+
+    def level_rows(r, key: str) -> float:
+        return r.counters.get(key, 0)
+
+    rows: list[tuple[str, list[str]]] = []
+
+    def add(label: str, f) -> None:
+        rows.append((label, [fmt(f(r)) for r in results]))
+
+    nlev = max(len([k for k in r.derived if k.endswith(".mpki")]) for r in results)
+    add("accesses", lambda r: r.counters["accesses"])
+    add("instructions", lambda r: r.counters["instructions"])
+    for lv in range(1, nlev + 1):
+        add(
+            f"TLB L{lv} misses (data+instr)",
+            lambda r, lv=lv: (
+                level_rows(r, f"tlb_level{lv}.data.misses")
+                + level_rows(r, f"tlb_level{lv}.instruction.misses")
+            ),
         )
+        add(f"TLB L{lv} MPKI", lambda r, lv=lv: r.derived.get(f"tlb_level{lv}.mpki", 0.0))
+    add("L2-TLB hits (H)", lambda r: r.derived["H"])
+    add("walks (M)", lambda r: r.derived["M"])
+    add("walk cycles (C)", lambda r: r.derived["C"])
+    add("loads per walk", lambda r: r.derived["loads_per_walk"])
+    add("cycles per walk", lambda r: r.derived["cycles_per_walk"])
+    names = [k.split(".")[-1] for k in results[0].counters if k.startswith("walker.loads_hit.")]
+    for n in names:
+        add(f"walk loads hitting {n}", lambda r, n=n: r.counters.get(f"walker.loads_hit.{n}", 0))
+
+    def by_size(prefix: str) -> list[str]:
+        return [" / ".join(f"{r.counters[f'{prefix}_{s}']:,}" for s in ("4k", "2m", "1g")) for r in results]
+
+    rows.append(("walks 4KB / 2MB / 1GB", by_size("walker.walks")))
+    add("page faults", lambda r: r.counters["os.page_faults"])
+    rows.append(("faults 4KB / 2MB / 1GB", by_size("os.faults")))
+    add("shootdowns", lambda r: r.counters["shootdowns"])
+    add("est. cycles", lambda r: r.derived["time.total_cycles"])
+    share = [f"{100 * r.derived['time.translation_fraction']:.1f}%" for r in results]
+    rows.append(("translation share", share))
+    head = ["", *[r.label for r in results]]
+    widths = [max(len(x) for x in [head[0], *(k for k, _ in rows)])]
+    for i in range(len(results)):
+        widths.append(max(len(head[i + 1]), *(len(v[i]) for _, v in rows)))
+    lines = [
+        "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths, strict=True)))
+    ]
+    for k, vals in rows:
+        lines.append(
+            "  ".join([k.ljust(widths[0]), *(v.rjust(w) for v, w in zip(vals, widths[1:], strict=True))])
+        )
+    return "\n".join(lines)
+
+
+def _write_csv(path: str, results: list) -> None:
+    import csv
+
+    dicts = [r.to_dict() for r in results]
+    keys = list(dicts[0])
+    for d in dicts[1:]:
+        keys += [k for k in d if k not in keys]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(dicts)
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    import time
+
+    from xlat.sim import simulate_many
+
+    runs = _sim_runs(args)
+    t = time.perf_counter()
+    bar = _progress(args) and len(runs) == 1
+    results = simulate_many(args.trace, runs, threads=args.threads, progress=bar)
+    secs = time.perf_counter() - t
+    if args.json:
+        doc = results[0].data if len(results) == 1 else {"results": [r.data for r in results]}
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=2, sort_keys=True)
+            f.write("\n")
+    if args.csv:
+        _write_csv(args.csv, results)
+    print(f"trace: {args.trace}")
+    print(_sim_table(results))
+    acc = sum(r.counters["accesses"] for r in results)
+    print(
+        f"\nsimulated {acc:,} accesses in {secs:.2f} s ({acc / secs / 1e6:.1f} M accesses/s over "
+        f"{len(results)} configuration(s))",
+        file=sys.stderr,
     )
     return 0
 
 
-DEMO_WORKLOADS = (
-    "workload:gups?size=8GiB&accesses=4000000&seed=1",
-    "workload:bfs?scale=18&accesses=4000000&seed=1",
-    "workload:stream?size=1GiB&accesses=4000000",
-)
+DEMO_WORKLOAD = "workload:gups?size=8GiB&accesses=4000000&seed=1"
+
+# Half of gups' 8 GiB table (the program's first anonymous mapping, so offset 0 of the anon pool)
+# on huge pages: 2 GiB of 1GB pages, then 2 GiB of 2MB pages; the rest 4KB.
+DEMO_LAYOUT = """\
+version = 1
+name = "half-huge"
+description = "xlat demo: the first 4 GiB of the anonymous pool on 1GB and 2MB pages"
+[heap]
+size = "1GiB"
+[anon]
+size = "16GiB"
+windows = [
+  { offset = "0", length = "2GiB", page = "1GB" },
+  { offset = "2GiB", length = "2GiB", page = "2MB" },
+]
+[file]
+size = "1GiB"
+"""
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from xlat import _native
-    from xlat.trace import convert, trace_info
+    from xlat.sim import Run, simulate_many
+    from xlat.trace import convert
 
     os.makedirs(args.out, exist_ok=True)
-    print("xlat demo: generate synthetic workloads, write them as compressed traces, read them back,")
-    print("and run them through the simulator pipeline (pass-through model until the MMU model lands).\n")
-    header = f"{'workload':<10} {'accesses':>10} {'trace':>10} {'B/access':>9} {'touched':>11} {'mapped':>10} {'pages(sim)':>11}"
-    print(header)
-    print("-" * len(header))
-    for spec in DEMO_WORKLOADS:
-        name = spec.split(":")[1].split("?")[0]
-        path = os.path.join(args.out, f"{name}.xlat")
-        w = convert(spec, path, progress=_progress(args))
-        info = trace_info(path)["info"]
-        sim = json.loads(_native.passthrough(path, False))["counts"]
-        if sim["accesses"] != w["accesses"] or info["touched_4k_pages"] != sim["distinct_4k_pages"]:
-            raise CliError(f"the pipeline disagrees with itself on {path}")
+    trace = os.path.join(args.out, "gups.xlat")
+    layout = os.path.join(args.out, "half-huge.toml")
+    with open(layout, "w") as f:
+        f.write(DEMO_LAYOUT)
+    print("xlat demo: gups (random read-modify-write over an 8 GiB table) on a simulated Skylake core,")
+    print("with 4KB pages only, with transparent huge pages, and with a mosaic layout that backs half")
+    print(f"the table with 1GB and 2MB pages ({layout}).\n")
+    w = convert(DEMO_WORKLOAD, trace, progress=_progress(args))
+    print(f"trace: {trace} ({w['accesses']:,} accesses, {w['bytes'] / 2**20:.1f} MiB)\n")
+    runs = [Run(cpu="skylake"), Run(cpu="skylake", set=("os.policy=thp",)), Run(cpu="skylake", layout=layout)]
+    results = simulate_many(trace, runs)
+    print(_sim_table(results))
+    base = results[0].derived["time.total_cycles"]
+    print()
+    for r in results[1:]:
         print(
-            f"{name:<10} {w['accesses']:>10,} {_human_bytes(w['bytes']):>10} {w['bytes'] / w['accesses']:>9.2f} "
-            f"{_human_bytes(info['touched_4k_pages'] * 4096):>11} {_human_bytes(info['mapped_bytes']):>10} "
-            f"{sim['distinct_4k_pages']:>11,}"
+            f"{r.label}: {r.derived['M'] / max(results[0].derived['M'], 1):.1%} of the 4KB walks, "
+            f"estimated speed-up {base / r.derived['time.total_cycles']:.2f}x over 4KB pages"
         )
-    print(f"\ntraces are in {args.out}/; try: xlat trace-info {args.out}/bfs.xlat")
+    print(f"\ntry: xlat sim --cpu haswell --policies 4k,thp --layout {layout} {trace}")
     return 0
 
 
@@ -251,19 +362,50 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser(
         "sim",
         parents=[common],
-        help="run a trace through the simulator pipeline",
-        description="Run a trace or workload through the simulator. Until the MMU model lands this is "
-        "the pass-through model: it counts accesses, syscalls and distinct pages.",
+        help="simulate the address-translation path of a trace",
+        description="Simulate a trace or workload through a CPU's TLBs, paging-structure "
+        "caches, page walker and caches, with an OS model (VMAs, buddy allocator, "
+        "page tables, "
+        "4KB/THP/hugetlb/mosaic pages). Prints a table; --json/--csv write every "
+        "counter. Several --cpu/--config/--policies/--layout values make several "
+        "configurations, simulated in parallel.",
     )
     s.add_argument("trace", metavar="TRACE_OR_WORKLOAD")
-    s.add_argument("--json", metavar="OUT", help="also write the result as JSON to OUT")
+    s.add_argument(
+        "--cpu",
+        action="append",
+        metavar="PRESET",
+        help="CPU preset (sandybridge, haswell, broadwell, skylake, sapphirerapids, zen4); repeatable",
+    )
+    s.add_argument("--config", action="append", metavar="FILE", help="configuration TOML file; repeatable")
+    s.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a configuration field, e.g. tlb.stlb.entries=2048 or os.policy=thp; repeatable",
+    )
+    s.add_argument(
+        "--policies", metavar="LIST", help="run each configuration with these page policies: 4k,thp"
+    )
+    s.add_argument(
+        "--layout",
+        action="append",
+        metavar="FILE",
+        help="mosaic layout TOML (selects the mosaic policy); repeatable",
+    )
+    s.add_argument("--json", metavar="OUT", help="write the result(s) as JSON (docs/simulator.md)")
+    s.add_argument("--csv", metavar="OUT", help="write one CSV row of counters per configuration")
+    s.add_argument(
+        "--threads", type=int, default=None, help="threads for several configurations (default: all cores)"
+    )
     s.set_defaults(func=cmd_sim)
 
     s = sub.add_parser(
         "demo",
         parents=[common],
         help="the main job on built-in inputs (what the README runs first)",
-        description="Generate built-in workloads, write and re-read them as traces, and simulate them.",
+        description="Write the gups workload as a trace and simulate it on Skylake with 4KB "
+        "pages, THP and a mosaic layout, side by side.",
     )
     s.add_argument("--out", default="out/demo", help="directory for the demo's traces (default out/demo)")
     s.set_defaults(func=cmd_demo)

@@ -18,6 +18,14 @@ create_exception!(_native, WorkloadError, XlatError, "A workload specification i
 create_exception!(_native, TraceIOError, XlatError, "Reading or writing a file failed.");
 create_exception!(_native, EventError, XlatError, "Events are inconsistent (e.g. instruction counts going backwards).");
 
+create_exception!(_native, ConfigError, XlatError, "A simulator configuration or mosaic layout is invalid.");
+create_exception!(
+    _native,
+    SimulationError,
+    XlatError,
+    "The simulation could not go on (e.g. simulated physical memory ran out)."
+);
+
 fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
     match e {
@@ -343,20 +351,80 @@ fn workloads() -> String {
     serde_json::Value::Array(list).to_string()
 }
 
-/// Run the pass-through model over `spec`; JSON counts.
+
+fn sim_to_py(e: xlat_core::sim::Error) -> PyErr {
+    match e {
+        xlat_core::sim::Error::Trace(e) => to_py(e),
+        xlat_core::sim::Error::Sim(e) => SimulationError::new_err(e.to_string()),
+        xlat_core::sim::Error::Config(e) => ConfigError::new_err(e.to_string()),
+    }
+}
+
+/// Names of the CPU presets.
 #[pyfunction]
-#[pyo3(signature = (spec, progress=false))]
-fn passthrough(py: Python<'_>, spec: &str, progress: bool) -> PyResult<String> {
-    let mut src = open(spec)?;
-    py.allow_threads(move || -> xlat_trace::Result<String> {
-        let bar = Progress::new(progress, src.as_ref(), "simulating");
-        let mut m = xlat_core::PassThrough::default();
-        let t = std::time::Instant::now();
-        xlat_core::run(src.as_mut(), &mut m, |s| bar.update(s))?;
-        let secs = t.elapsed().as_secs_f64();
-        Ok(serde_json::json!({"model": "pass-through", "counts": m, "seconds": secs}).to_string())
+fn presets() -> Vec<&'static str> {
+    xlat_core::presets::names()
+}
+
+/// The TOML text of a CPU preset.
+#[pyfunction]
+fn preset(name: &str) -> PyResult<&'static str> {
+    xlat_core::presets::get(name).ok_or_else(|| {
+        ConfigError::new_err(format!(
+            "there is no CPU preset named '{name}' (known: {}).",
+            xlat_core::presets::names().join(", ")
+        ))
     })
-    .map_err(to_py)
+}
+
+/// Check a mosaic layout; returns it as JSON.
+#[pyfunction]
+fn check_layout(what: &str, text: &str) -> PyResult<String> {
+    let l = xlat_core::layout::Layout::from_toml(what, text).map_err(|e| ConfigError::new_err(e.to_string()))?;
+    Ok(serde_json::to_string(&l).expect("layout serialises"))
+}
+
+/// Build and validate one configuration: (name, TOML text, overrides, optional (name, layout
+/// TOML)). A layout selects the mosaic policy.
+fn build_config(
+    what: &str,
+    text: &str,
+    sets: &[String],
+    layout: Option<(String, String)>,
+) -> PyResult<xlat_core::Config> {
+    let ce = |e: xlat_core::ConfigError| ConfigError::new_err(e.to_string());
+    let layout = match layout {
+        Some((lw, lt)) => Some(xlat_core::layout::Layout::from_toml(&lw, &lt).map_err(ce)?),
+        None => None,
+    };
+    xlat_core::Config::build(what, text, sets, layout).map_err(ce)
+}
+
+/// Simulate `spec` under each configuration (name, TOML, overrides, layout) on up to `threads`
+/// threads (default: all cores); JSON results in configuration order.
+#[pyfunction]
+#[pyo3(signature = (spec, configs, threads=None, progress=false))]
+#[allow(clippy::type_complexity)]
+fn simulate(
+    py: Python<'_>,
+    spec: &str,
+    configs: Vec<(String, String, Vec<String>, Option<(String, String)>)>,
+    threads: Option<usize>,
+    progress: bool,
+) -> PyResult<Vec<String>> {
+    let cfgs = configs.iter().map(|(w, t, s, l)| build_config(w, t, s, l.clone())).collect::<PyResult<Vec<_>>>()?;
+    let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let spec = spec.to_string();
+    let out = py.allow_threads(move || -> Result<Vec<String>, xlat_core::sim::Error> {
+        if cfgs.len() == 1 {
+            let mut src = xlat_core::sim::open_source(&spec, threads >= 2)?;
+            let bar = Progress::new(progress, src.as_ref(), "simulating");
+            let r = xlat_core::simulate(src.as_mut(), &spec, &cfgs[0], |s| bar.update(s))?;
+            return Ok(vec![r.to_json()]);
+        }
+        xlat_core::simulate_many(&spec, &cfgs, threads).into_iter().map(|r| r.map(|r| r.to_json())).collect()
+    });
+    out.map_err(sim_to_py)
 }
 
 #[pymodule]
@@ -367,12 +435,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("WorkloadError", py.get_type::<WorkloadError>())?;
     m.add("TraceIOError", py.get_type::<TraceIOError>())?;
     m.add("EventError", py.get_type::<EventError>())?;
+    m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("SimulationError", py.get_type::<SimulationError>())?;
     m.add_class::<Source>()?;
+    m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(preset, m)?)?;
+    m.add_function(wrap_pyfunction!(check_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(read_accesses, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
-    m.add_function(wrap_pyfunction!(passthrough, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

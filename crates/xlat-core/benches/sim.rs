@@ -1,0 +1,154 @@
+//! `make bench`: simulated accesses per second, one core, reading compressed trace files.
+//!
+//! Workloads (Skylake preset): a TLB-friendly stream, gups over 8 GiB with 4KB pages (nearly
+//! every access walks) and the same with THP. Each is written once to a trace file under
+//! `target/bench-traces/`, then simulated `XLAT_BENCH_REPS` times; the median is reported.
+//! Finally two configurations run on two threads over the gups trace, to show the scaling.
+
+use std::time::Instant;
+use xlat_core::{presets, sim, Config};
+use xlat_trace::{source, Batch, TraceWriter};
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn write_trace(spec: &str, path: &std::path::Path) {
+    if path.exists() {
+        return;
+    }
+    let mut src = source::open(spec).expect("workload");
+    let f = std::io::BufWriter::new(std::fs::File::create(path).expect("create trace"));
+    let mut w = TraceWriter::new(f, src.header()).expect("writer");
+    let mut b = Batch::default();
+    while src.next_batch(&mut b).expect("generate") {
+        w.write_batch(&b).expect("write");
+    }
+    w.finish().expect("finish");
+}
+
+/// CPU seconds of the calling thread (the machine is shared: wall time includes waiting).
+fn thread_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    let f: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks: f64 =
+        f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0) + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    ticks / 100.0
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+    v[v.len() / 2]
+}
+
+fn main() {
+    let n = env("XLAT_BENCH_ACCESSES", 100_000_000);
+    let reps = env("XLAT_BENCH_REPS", 3) as usize;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-traces");
+    std::fs::create_dir_all(&dir).expect("trace dir");
+    let sky = presets::get("skylake").expect("preset");
+    let cfg = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        Config::from_toml("skylake", sky, &sets).expect("valid")
+    };
+    let cases = [
+        ("stream (4KB)", format!("workload:stream?size=1GiB&accesses={n}"), cfg(&[])),
+        ("gups 8GiB 4KB", format!("workload:gups?size=8GiB&accesses={n}"), cfg(&[])),
+        ("gups 8GiB THP", format!("workload:gups?size=8GiB&accesses={n}"), cfg(&["os.policy=thp"])),
+    ];
+    println!("xlat-core simulation rate, Skylake preset, {n} accesses from a compressed trace file,");
+    println!("median of {reps} runs, one core (the decode of the trace is included)");
+    println!("(M acc/s per wall second and per CPU second of the simulating thread; 'sim only' runs");
+    println!(" the first 20M accesses from batches already decoded in memory; '2 thr' decodes on a");
+    println!(" second thread; 'seconds' is the median wall time of the one-thread run)");
+    println!(
+        "{:<16} {:>9} {:>9} {:>9} {:>9} {:>8} {:>11} {:>9} {:>9}",
+        "case", "wall", "cpu", "sim only", "2 thr", "seconds", "walks", "faults", "walks/acc"
+    );
+    for (name, spec, c) in &cases {
+        let file = dir.join(format!(
+            "{}-{}-{n}.xlat",
+            spec.split(['?', ':']).nth(1).unwrap_or("w"),
+            if spec.contains("8GiB") { "8g" } else { "1g" }
+        ));
+        if !std::env::var("XLAT_BENCH_ONLY").map_or(true, |o| name.contains(o.as_str())) {
+            continue;
+        }
+        write_trace(spec, &file);
+        let path = file.to_string_lossy().to_string();
+        let mut secs = Vec::new();
+        let mut cpus = Vec::new();
+        let mut last = None;
+        for _ in 0..reps {
+            let mut src = source::open(&path).expect("trace");
+            let (t, c0) = (Instant::now(), thread_cpu());
+            let r = sim::simulate(src.as_mut(), &path, c, |_| {}).expect("simulate");
+            secs.push(t.elapsed().as_secs_f64());
+            cpus.push(thread_cpu() - c0);
+            last = Some(r);
+        }
+        let r = last.expect("ran");
+        let (s, cpu) = (median(secs), median(cpus));
+        let acc = r.counters["accesses"];
+        // Simulation alone: decode up to 20M accesses first, then time the simulator.
+        let mut batches = Vec::new();
+        let mut src = source::open(&path).expect("trace");
+        let mut b = Batch::default();
+        let mut got = 0;
+        while got < 20_000_000 && src.next_batch(&mut b).expect("decode") {
+            got += b.len();
+            batches.push(b.clone());
+        }
+        let mut only = Vec::new();
+        for _ in 0..reps {
+            let mut simr = sim::Simulator::new(c).expect("config");
+            let t = Instant::now();
+            for b in &batches {
+                simr.batch(b).expect("simulate");
+            }
+            only.push(got as f64 / t.elapsed().as_secs_f64() / 1e6);
+        }
+        drop(batches);
+        // Decoding on a second thread (what `xlat sim` does when a core is free).
+        let mut piped = Vec::new();
+        for _ in 0..reps {
+            let mut src = sim::open_source(&path, true).expect("trace");
+            let t = Instant::now();
+            sim::simulate(src.as_mut(), &path, c, |_| {}).expect("simulate");
+            piped.push(acc as f64 / t.elapsed().as_secs_f64() / 1e6);
+        }
+        println!(
+            "{:<16} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8.2} {:>11} {:>9} {:>9.3}",
+            name,
+            acc as f64 / s / 1e6,
+            acc as f64 / cpu.max(1e-9) / 1e6,
+            median(only),
+            median(piped),
+            s,
+            r.counters["walker.walks"],
+            r.counters["os.page_faults"],
+            r.counters["walker.walks"] as f64 / acc as f64
+        );
+    }
+    if std::env::var("XLAT_BENCH_ONLY").is_ok_and(|o| !"scaling".contains(o.as_str())) {
+        return;
+    }
+    // Scaling: the gups trace under two configurations, sequentially and on two threads.
+    let path = dir.join(format!("gups-8g-{n}.xlat")).to_string_lossy().to_string();
+    let cfgs = vec![cfg(&[]), cfg(&["os.policy=thp"])];
+    let t = Instant::now();
+    for r in sim::simulate_many(&path, &cfgs, 1) {
+        r.expect("simulate");
+    }
+    let one = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    for r in sim::simulate_many(&path, &cfgs, 2) {
+        r.expect("simulate");
+    }
+    let two = t.elapsed().as_secs_f64();
+    println!(
+        "2 configurations over gups 8GiB: 1 thread {one:.3} s, 2 threads {two:.3} s, speed-up {:.2}x ({} cores)",
+        one / two,
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+}

@@ -1,0 +1,666 @@
+//! Simulator configuration: strict TOML (unknown keys rejected), `--set key=value` overrides,
+//! and validation that names the component, the field and the value in one sentence.
+//!
+//! The schema is documented in `docs/config.md`; presets live in `configs/cpus/*.toml`.
+
+use crate::layout::Layout;
+use crate::setassoc::Replacement;
+use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
+
+/// A configuration or layout problem, as one sentence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+pub type Result<T> = std::result::Result<T, ConfigError>;
+
+fn err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(ConfigError(msg.into()))
+}
+
+/// A byte count: an integer, or a string such as `"64GiB"` (KB/MB/GB are binary units too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Hash)]
+#[serde(transparent)]
+pub struct Size(pub u64);
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Size, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Size;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a non-negative byte count (an integer or a string like \"4GiB\")")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Size, E> {
+                Ok(Size(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Size, E> {
+                if v < 0 {
+                    return Err(E::custom(format!("size {v} is negative")));
+                }
+                Ok(Size(v as u64))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Size, E> {
+                xlat_trace::workload::parse_size(v).map(Size).ok_or_else(|| {
+                    E::custom(format!(
+                        "'{v}' is not a size (a non-negative integer with an optional unit B, KiB, MiB, GiB, TiB)"
+                    ))
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Page sizes of x86-64: leaves at PT (4KB), PD (2MB) and PDPT (1GB) level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum PageSize {
+    #[serde(rename = "4KB")]
+    Size4K = 0,
+    #[serde(rename = "2MB")]
+    Size2M = 1,
+    #[serde(rename = "1GB")]
+    Size1G = 2,
+}
+
+impl PageSize {
+    pub const ALL: [PageSize; 3] = [PageSize::Size4K, PageSize::Size2M, PageSize::Size1G];
+    #[inline(always)]
+    pub fn shift(self) -> u32 {
+        match self {
+            PageSize::Size4K => 12,
+            PageSize::Size2M => 21,
+            PageSize::Size1G => 30,
+        }
+    }
+    #[inline(always)]
+    pub fn bytes(self) -> u64 {
+        1 << self.shift()
+    }
+    /// Page-table level of the leaf (1 = PT, 2 = PD, 3 = PDPT).
+    #[inline(always)]
+    pub fn leaf_level(self) -> usize {
+        self as usize + 1
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            PageSize::Size4K => "4KB",
+            PageSize::Size2M => "2MB",
+            PageSize::Size1G => "1GB",
+        }
+    }
+    #[inline(always)]
+    pub fn from_index(i: usize) -> PageSize {
+        PageSize::ALL[i]
+    }
+}
+
+/// Which accesses a TLB serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Loads and stores.
+    Data,
+    /// Instruction fetches.
+    Instruction,
+    /// Both.
+    Unified,
+}
+
+impl Role {
+    #[inline(always)]
+    pub fn serves(self, ifetch: bool) -> bool {
+        match self {
+            Role::Data => !ifetch,
+            Role::Instruction => ifetch,
+            Role::Unified => true,
+        }
+    }
+}
+
+/// One TLB.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Hash)]
+#[serde(deny_unknown_fields)]
+pub struct TlbConfig {
+    pub name: String,
+    /// 1 = first level probed; a miss at every TLB of level k goes to level k+1.
+    pub level: u32,
+    pub role: Role,
+    pub entries: u64,
+    /// `ways = entries` makes it fully associative.
+    pub ways: u64,
+    pub page_sizes: Vec<PageSize>,
+    #[serde(default = "default_repl")]
+    pub replacement: Replacement,
+    /// Cycles of a hit at this level (used by the time estimate; level 1 is usually 0 extra).
+    #[serde(default)]
+    pub latency: u64,
+    /// Fill entries of page sizes this TLB does not hold as entries of the largest size it
+    /// holds that is smaller ("splintering", as AMD's L2 TLB does for 1GB pages).
+    #[serde(default)]
+    pub splinter: bool,
+}
+
+fn default_repl() -> Replacement {
+    Replacement::Lru
+}
+
+/// Which paging-structure entries a PSC caches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PscLevel {
+    /// Entries of the PML5 table (5-level paging only), tagged by VA[56:48].
+    Pml5e,
+    /// PML4 entries, tagged by VA[47:39]: a hit skips one load.
+    Pml4e,
+    /// PDPT entries, tagged by VA[47:30]: a hit skips two loads.
+    Pdpte,
+    /// PD entries that point to page tables, tagged by VA[47:21]: a hit skips three loads.
+    Pde,
+}
+
+impl PscLevel {
+    /// Page-table level whose entries this caches (4 = PML4, 3 = PDPT, 2 = PD; 5 = PML5).
+    pub fn table_level(self) -> usize {
+        match self {
+            PscLevel::Pml5e => 5,
+            PscLevel::Pml4e => 4,
+            PscLevel::Pdpte => 3,
+            PscLevel::Pde => 2,
+        }
+    }
+}
+
+/// A paging-structure cache (Intel SDM vol. 3 section 4.10.3; thesis chapter 2, "MMU caches").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Hash)]
+#[serde(deny_unknown_fields)]
+pub struct PscConfig {
+    pub name: String,
+    pub caches: PscLevel,
+    pub entries: u64,
+    pub ways: u64,
+    #[serde(default = "default_repl")]
+    pub replacement: Replacement,
+}
+
+/// A data/unified cache level that walk loads (and optionally data accesses) go through.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Hash)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    pub name: String,
+    pub size: Size,
+    pub ways: u64,
+    #[serde(default = "default_line")]
+    pub line: u64,
+    /// Load-to-use cycles of a hit here.
+    pub latency: u64,
+    #[serde(default = "default_repl")]
+    pub replacement: Replacement,
+}
+
+fn default_line() -> u64 {
+    64
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    /// 4KB pages only (hugetlb VMAs still get their huge pages).
+    #[serde(rename = "4k")]
+    Base,
+    /// Transparent huge pages (mode in `os.thp`).
+    Thp,
+    /// A mosaic layout (`--layout`).
+    Mosaic,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum ThpMode {
+    /// Every anonymous VMA is eligible.
+    Always,
+    /// Only ranges given `madvise(MADV_HUGEPAGE)`.
+    Madvise,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Hash)]
+#[serde(deny_unknown_fields)]
+pub struct OsConfig {
+    /// Page-table levels: 4 (48-bit VA) or 5 (57-bit VA).
+    #[serde(default = "default_levels")]
+    pub levels: u32,
+    #[serde(default = "default_policy")]
+    pub policy: Policy,
+    #[serde(default = "default_thp")]
+    pub thp: ThpMode,
+    /// TLB entries tagged with an address-space id (PCID): no flush on context switch.
+    #[serde(default = "default_true")]
+    pub asid: bool,
+}
+
+fn default_levels() -> u32 {
+    4
+}
+fn default_policy() -> Policy {
+    Policy::Base
+}
+fn default_thp() -> ThpMode {
+    ThpMode::Always
+}
+fn default_true() -> bool {
+    true
+}
+
+impl Default for OsConfig {
+    fn default() -> Self {
+        OsConfig { levels: 4, policy: Policy::Base, thp: ThpMode::Always, asid: true }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Physical memory size.
+    #[serde(default = "default_phys")]
+    pub size: Size,
+    /// Largest buddy block order (order 9 = 2MB, 18 = 1GB, 20 = 4GB blocks).
+    #[serde(default = "default_order")]
+    pub max_order: u32,
+    /// Fraction (0..1) of 2MB blocks that hold one pinned 4KB frame before the run starts, so
+    /// that only the rest can back 2MB pages.
+    #[serde(default)]
+    pub fragmentation: f64,
+    /// Cycles of a DRAM access (a load that misses every cache).
+    #[serde(default = "default_dram")]
+    pub dram_latency: u64,
+}
+
+impl std::hash::Hash for MemoryConfig {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.size.hash(h);
+        self.max_order.hash(h);
+        self.fragmentation.to_bits().hash(h);
+        self.dram_latency.hash(h);
+    }
+}
+
+fn default_phys() -> Size {
+    Size(64 << 30)
+}
+fn default_order() -> u32 {
+    18
+}
+fn default_dram() -> u64 {
+    200
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig { size: default_phys(), max_order: 18, fragmentation: 0.0, dram_latency: 200 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Hash)]
+#[serde(deny_unknown_fields)]
+#[derive(Default)]
+pub struct WalkerConfig {
+    /// Name of the cache walk loads are sent to first (default: the first cache).
+    #[serde(default)]
+    pub first_cache: Option<String>,
+    /// Fixed cycles per walk besides its loads (PSC lookup, walker start).
+    #[serde(default)]
+    pub latency: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    /// Send data accesses (loads, stores, fetches) through the caches too, so that walk loads
+    /// compete with data (the thesis' interference study); off by default for speed.
+    #[serde(default)]
+    pub data_through_caches: bool,
+    /// Seed of random replacement and of memory fragmentation.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Sample every counter each this many accesses (0: off).
+    #[serde(default)]
+    pub interval_accesses: u64,
+    /// Sample every counter each this many instructions (0: off).
+    #[serde(default)]
+    pub interval_instructions: u64,
+    /// Ideal cycles per instruction of the time estimate (translation cycles are added).
+    #[serde(default = "default_cpi")]
+    pub base_cpi: f64,
+}
+
+impl std::hash::Hash for SimConfig {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.data_through_caches.hash(h);
+        self.seed.hash(h);
+        self.interval_accesses.hash(h);
+        self.interval_instructions.hash(h);
+        self.base_cpi.to_bits().hash(h);
+    }
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_cpi() -> f64 {
+    1.0
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig { data_through_caches: false, seed: 1, interval_accesses: 0, interval_instructions: 0, base_cpi: 1.0 }
+    }
+}
+
+/// The whole configuration of one simulated core.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Where the numbers come from.
+    #[serde(default)]
+    pub source: String,
+    #[serde(default)]
+    pub os: OsConfig,
+    #[serde(default)]
+    pub memory: MemoryConfig,
+    #[serde(default)]
+    pub tlb: Vec<TlbConfig>,
+    #[serde(default)]
+    pub psc: Vec<PscConfig>,
+    #[serde(default)]
+    pub walker: WalkerConfig,
+    #[serde(default)]
+    pub cache: Vec<CacheConfig>,
+    #[serde(default)]
+    pub sim: SimConfig,
+    /// The mosaic layout (set by `--layout`; required when `os.policy = "mosaic"`).
+    #[serde(default)]
+    pub layout: Option<Layout>,
+}
+
+/// Parse a TOML value as `T`, naming the path of the offending field on error.
+pub(crate) fn from_value<T: serde::de::DeserializeOwned>(what: &str, v: toml::Value) -> Result<T> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        // toml appends "\nin `table`" context; the path already says where.
+        let inner = inner.lines().next().unwrap_or("").trim().trim_end_matches('.');
+        if path == "." || path.is_empty() {
+            ConfigError(format!("{what}: {inner}."))
+        } else {
+            ConfigError(format!("{what}: field {path}: {inner}."))
+        }
+    })
+}
+
+/// Parse TOML text into a table, one sentence on error.
+pub(crate) fn parse_toml(what: &str, text: &str) -> Result<toml::Table> {
+    text.parse::<toml::Table>().map_err(|e| {
+        let msg = e.message().trim().trim_end_matches('.').replace('\n', ": ");
+        let at = e
+            .span()
+            .map(|s| {
+                let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
+                format!(" (line {line})")
+            })
+            .unwrap_or_default();
+        ConfigError(format!("{what}: invalid TOML{at}: {msg}."))
+    })
+}
+
+/// Apply one `key=value` override to a configuration table. Keys are dotted paths; arrays of
+/// named tables (`tlb`, `psc`, `cache`) are indexed by name: `tlb.l2.entries=2048`. The value is
+/// read as TOML (`2048`, `true`, `"lru"`), or as a string when that fails (`os.policy=thp`).
+pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
+    let (key, value) = assignment
+        .split_once('=')
+        .ok_or_else(|| ConfigError(format!("--set '{assignment}' is not of the form key=value.")))?;
+    let key = key.trim();
+    let value = value.trim();
+    let parsed: toml::Value = match format!("v = {value}").parse::<toml::Table>() {
+        Ok(mut t) => t.remove("v").expect("parsed key"),
+        Err(_) => toml::Value::String(value.to_string()),
+    };
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return err(format!("--set '{assignment}': the key '{key}' has an empty part."));
+    }
+    let mut cur: &mut toml::Table = table;
+    let mut i = 0;
+    while i + 1 < parts.len() {
+        let p = parts[i];
+        if matches!(p, "tlb" | "psc" | "cache") {
+            let name = parts[i + 1];
+            let arr = cur
+                .get_mut(p)
+                .and_then(|v| v.as_array_mut())
+                .ok_or_else(|| ConfigError(format!("--set '{assignment}': the configuration has no {p} entries.")))?;
+            let found = arr.iter_mut().find(|t| t.get("name").and_then(|n| n.as_str()) == Some(name));
+            let Some(entry) = found.and_then(|v| v.as_table_mut()) else {
+                return err(format!("--set '{assignment}': there is no {p} named '{name}'."));
+            };
+            cur = entry;
+            i += 2;
+            if i == parts.len() {
+                return err(format!("--set '{assignment}': name a field of {p} '{name}'."));
+            }
+            continue;
+        }
+        let next = cur.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        cur = next.as_table_mut().ok_or_else(|| ConfigError(format!("--set '{assignment}': '{p}' is not a table.")))?;
+        i += 1;
+    }
+    cur.insert(parts[parts.len() - 1].to_string(), parsed);
+    Ok(())
+}
+
+impl Config {
+    /// Parse and validate configuration text; `what` names it in errors (a path or preset).
+    pub fn from_toml(what: &str, text: &str, sets: &[String]) -> Result<Config> {
+        Self::build(what, text, sets, None)
+    }
+
+    /// Parse `text`, apply the `--set` overrides, attach a mosaic `layout` (which selects
+    /// `os.policy = "mosaic"`), then validate.
+    pub fn build(what: &str, text: &str, sets: &[String], layout: Option<Layout>) -> Result<Config> {
+        let mut table = parse_toml(what, text)?;
+        for s in sets {
+            apply_set(&mut table, s)?;
+        }
+        let mut cfg: Config = from_value(what, toml::Value::Table(table))?;
+        if let Some(l) = layout {
+            cfg.layout = Some(l);
+            cfg.os.policy = Policy::Mosaic;
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Check every rule that serde's types do not; one sentence naming the component and field.
+    pub fn validate(&self) -> Result<()> {
+        let c = &self.name;
+        if !(4..=5).contains(&self.os.levels) {
+            return err(format!("config '{c}': os.levels = {} must be 4 or 5.", self.os.levels));
+        }
+        let m = &self.memory;
+        if m.max_order > 20 {
+            return err(format!("config '{c}': memory.max_order = {} must be at most 20.", m.max_order));
+        }
+        if m.size.0 < (1 << 21) || !m.size.0.is_multiple_of(4096) || m.size.0 > (1u64 << 42) {
+            return err(format!(
+                "config '{c}': memory.size = {} must be a multiple of 4KiB between 2MiB and 4TiB.",
+                m.size.0
+            ));
+        }
+        if !(0.0..=1.0).contains(&m.fragmentation) {
+            return err(format!("config '{c}': memory.fragmentation = {} must be between 0 and 1.", m.fragmentation));
+        }
+        if m.fragmentation > 0.0 && m.max_order < 9 {
+            return err(format!(
+                "config '{c}': memory.fragmentation needs memory.max_order >= 9, not {}.",
+                m.max_order
+            ));
+        }
+        if self.tlb.is_empty() {
+            return err(format!("config '{c}': at least one [[tlb]] is needed."));
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, t) in self.tlb.iter().enumerate() {
+            let w = format!("config '{c}': tlb '{}' (tlb[{i}])", t.name);
+            if !names.insert(format!("tlb.{}", t.name)) {
+                return err(format!("{w}: the name is used twice."));
+            }
+            check_geometry(&w, t.entries, t.ways, t.replacement)?;
+            if t.level == 0 {
+                return err(format!("{w}: level = 0; levels count from 1."));
+            }
+            if t.page_sizes.is_empty() {
+                return err(format!("{w}: page_sizes is empty."));
+            }
+        }
+        let max_level = self.tlb.iter().map(|t| t.level).max().unwrap_or(1);
+        for l in 1..=max_level {
+            if !self.tlb.iter().any(|t| t.level == l) {
+                return err(format!("config '{c}': no TLB has level {l}, but level {max_level} exists."));
+            }
+        }
+        for (i, p) in self.psc.iter().enumerate() {
+            let w = format!("config '{c}': psc '{}' (psc[{i}])", p.name);
+            if !names.insert(format!("psc.{}", p.name)) {
+                return err(format!("{w}: the name is used twice."));
+            }
+            check_geometry(&w, p.entries, p.ways, p.replacement)?;
+            if p.caches == PscLevel::Pml5e && self.os.levels != 5 {
+                return err(format!("{w}: caches = \"pml5e\" needs os.levels = 5."));
+            }
+            if self.psc[..i].iter().any(|q| q.caches == p.caches) {
+                return err(format!("{w}: a second PSC for the same level ({:?}).", p.caches));
+            }
+        }
+        for (i, k) in self.cache.iter().enumerate() {
+            let w = format!("config '{c}': cache '{}' (cache[{i}])", k.name);
+            if !names.insert(format!("cache.{}", k.name)) {
+                return err(format!("{w}: the name is used twice."));
+            }
+            if !k.line.is_power_of_two() || k.line < 8 {
+                return err(format!("{w}: line = {} must be a power of two of at least 8.", k.line));
+            }
+            if k.size.0 == 0 || k.size.0 % k.line != 0 {
+                return err(format!("{w}: size = {} must be a positive multiple of line = {}.", k.size.0, k.line));
+            }
+            check_geometry(&w, k.size.0 / k.line, k.ways, k.replacement)?;
+        }
+        if let Some(f) = &self.walker.first_cache {
+            if !self.cache.iter().any(|k| &k.name == f) {
+                return err(format!("config '{c}': walker.first_cache = '{f}' names no [[cache]]."));
+            }
+        }
+        if self.sim.base_cpi.is_nan() || self.sim.base_cpi < 0.0 {
+            return err(format!("config '{c}': sim.base_cpi = {} must be >= 0.", self.sim.base_cpi));
+        }
+        if self.sim.interval_accesses > 0 && self.sim.interval_instructions > 0 {
+            return err(format!("config '{c}': set only one of sim.interval_accesses and sim.interval_instructions."));
+        }
+        if self.os.policy == Policy::Mosaic && self.layout.is_none() {
+            return err(format!("config '{c}': os.policy = \"mosaic\" needs a layout (--layout FILE)."));
+        }
+        Ok(())
+    }
+
+    /// Canonical JSON of the effective configuration (defaults filled in).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("config serialises")
+    }
+
+    /// FNV-1a of the canonical JSON: stamps results so that runs of one configuration match.
+    pub fn hash_hex(&self) -> String {
+        let s = self.to_json().to_string();
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in s.bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+        format!("{h:016x}")
+    }
+}
+
+fn check_geometry(w: &str, entries: u64, ways: u64, repl: Replacement) -> Result<()> {
+    if entries == 0 {
+        return err(format!("{w}: entries must be positive, not 0."));
+    }
+    if entries > (1 << 28) {
+        return err(format!("{w}: entries = {entries} is larger than 2^28."));
+    }
+    if ways == 0 {
+        return err(format!("{w}: ways must be positive, not 0."));
+    }
+    if ways > entries || !entries.is_multiple_of(ways) {
+        return err(format!("{w}: ways = {ways} does not divide entries = {entries}."));
+    }
+    if repl == Replacement::TreePlru && ways > 64 {
+        return err(format!("{w}: tree-plru supports at most 64 ways, not {ways}."));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: &str = r#"
+name = "t"
+[[tlb]]
+name = "l1"
+level = 1
+role = "data"
+entries = 64
+ways = 4
+page_sizes = ["4KB"]
+"#;
+
+    fn bad(extra: &str, sets: &[&str]) -> String {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        Config::from_toml("t.toml", &format!("{MIN}{extra}"), &sets).unwrap_err().0
+    }
+
+    #[test]
+    fn minimal_config_parses_with_defaults() {
+        let c = Config::from_toml("t.toml", MIN, &[]).unwrap();
+        assert_eq!(c.os.levels, 4);
+        assert_eq!(c.memory.size.0, 64 << 30);
+        assert_eq!(c.tlb[0].replacement, Replacement::Lru);
+    }
+
+    #[test]
+    fn bad_configurations_name_the_field() {
+        let e = bad("", &["tlb.l1.ways=5"]);
+        assert!(e.contains("tlb 'l1'") && e.contains("ways = 5 does not divide entries = 64"), "{e}");
+        let e = bad("", &["tlb.l1.page_sizes=[\"8KB\"]"]);
+        assert!(e.contains("tlb[0].page_sizes[0]") && e.contains("8KB"), "{e}");
+        let e = bad("", &["memory.size=-4"]);
+        assert!(e.contains("memory.size") && e.contains("negative"), "{e}");
+        let e = bad("", &["tlb.l1.entires=4"]);
+        assert!(e.contains("tlb[0]") && e.contains("unknown field `entires`"), "{e}");
+        let e = bad("[os]\nlevel = 4\n", &[]);
+        assert!(e.contains("os") && e.contains("unknown field `level`"), "{e}");
+        let e = bad("", &["tlb.l9.ways=4"]);
+        assert_eq!(e, "--set 'tlb.l9.ways=4': there is no tlb named 'l9'.");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn set_overrides_apply() {
+        let c = Config::from_toml("t", MIN, &["tlb.l1.entries=128".into(), "os.policy=thp".into()]).unwrap();
+        assert_eq!(c.tlb[0].entries, 128);
+        assert_eq!(c.os.policy, Policy::Thp);
+        assert_ne!(c.hash_hex(), Config::from_toml("t", MIN, &[]).unwrap().hash_hex());
+    }
+}

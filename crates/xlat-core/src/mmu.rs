@@ -1,0 +1,275 @@
+//! The MMU model's structures: TLBs (any number of levels, split or unified, per-size index
+//! bits) and paging-structure caches. The walker that ties them to the page tables and the
+//! memory model is in `sim.rs`, inside the hot loop.
+//!
+//! Thesis chapter 2 (TLBs, MMU caches) and Table 5.1: split L1 TLBs per page size, a unified L2
+//! holding 4KB and 2MB entries; Intel SDM vol. 3 4.10.3 for the paging-structure caches.
+
+use crate::config::{PageSize, PscConfig, Role, TlbConfig};
+use crate::setassoc::SetAssoc;
+use serde::Serialize;
+
+/// Bits of the VPN kept in a key (57-bit VAs have 45-bit 4KB VPNs).
+pub const VPN_BITS: u32 = 46;
+pub const VPN_MASK: u64 = (1 << VPN_BITS) - 1;
+
+/// Address-space tag of a key (0 when ASIDs are off: the TLB is flushed on a switch).
+#[inline(always)]
+pub fn asid_tag(asid: u32) -> u64 {
+    ((asid as u64) & 0xffff) << 48
+}
+
+/// TLB key: VPN of the entry's page size, the size, and the ASID tag.
+#[inline(always)]
+pub fn tlb_key(va: u64, size: PageSize, tag: u64) -> u64 {
+    ((va >> size.shift()) & VPN_MASK) | ((size as u64) << VPN_BITS) | tag
+}
+
+/// The page (start, size, asid tag) a key covers.
+pub fn key_range(key: u64) -> (u64, u64, u64) {
+    let size = PageSize::from_index(((key >> VPN_BITS) & 3) as usize);
+    ((key & VPN_MASK) << size.shift(), size.bytes(), key & !((1 << 48) - 1))
+}
+
+/// Counters of one structure. `accesses` counts lookups (every structure of a level is probed
+/// on each lookup of that level it serves); hits + misses = accesses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StructStats {
+    pub accesses: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub fills: u64,
+    pub evictions: u64,
+    pub invalidations: u64,
+}
+
+impl std::ops::Sub for StructStats {
+    type Output = StructStats;
+    fn sub(self, o: StructStats) -> StructStats {
+        StructStats {
+            accesses: self.accesses - o.accesses,
+            hits: self.hits - o.hits,
+            misses: self.misses - o.misses,
+            fills: self.fills - o.fills,
+            evictions: self.evictions - o.evictions,
+            invalidations: self.invalidations - o.invalidations,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Tlb {
+    pub name: String,
+    /// 0-based level.
+    pub level: usize,
+    pub role: Role,
+    /// Page sizes held, smallest first.
+    pub sizes: Vec<PageSize>,
+    pub splinter: bool,
+    pub latency: u64,
+    pub arr: SetAssoc,
+    pub hits: u64,
+    pub fills: u64,
+    pub evictions: u64,
+    pub invalidations: u64,
+}
+
+impl Tlb {
+    pub fn new(c: &TlbConfig, seed: u64) -> Tlb {
+        let mut sizes = c.page_sizes.clone();
+        sizes.sort();
+        sizes.dedup();
+        Tlb {
+            name: c.name.clone(),
+            level: c.level as usize - 1,
+            role: c.role,
+            sizes,
+            splinter: c.splinter,
+            latency: c.latency,
+            arr: SetAssoc::new(c.entries as usize, c.ways as usize, c.replacement, seed),
+            hits: 0,
+            fills: 0,
+            evictions: 0,
+            invalidations: 0,
+        }
+    }
+
+    /// Probe for `va` at every size held; returns (frame of the page start, size) on a hit.
+    /// The set index of each size uses that size's VPN (so 2MB entries use VA bits 21 and up).
+    #[inline(always)]
+    pub fn lookup(&mut self, va: u64, tag: u64) -> Option<(u64, PageSize)> {
+        for &s in &self.sizes {
+            let key = tlb_key(va, s, tag);
+            let set = self.arr.set_of(key & VPN_MASK);
+            if let Some(pfn) = self.arr.lookup(set, key) {
+                self.hits += 1;
+                return Some((pfn, s));
+            }
+        }
+        None
+    }
+
+    /// The size this TLB would hold a `size` page as (None: not held).
+    #[inline]
+    pub fn holds(&self, size: PageSize) -> Option<PageSize> {
+        if self.sizes.contains(&size) {
+            Some(size)
+        } else if self.splinter {
+            self.sizes.iter().rev().copied().find(|&s| s < size)
+        } else {
+            None
+        }
+    }
+
+    /// Fill the translation of `va` in a `size` page starting at frame `pfn`.
+    pub fn fill(&mut self, va: u64, size: PageSize, pfn: u64, tag: u64) {
+        let Some(s) = self.holds(size) else { return };
+        // A splintered entry covers the smaller page containing `va`.
+        let pfn = pfn + (((va & (size.bytes() - 1)) >> 12) & !((s.bytes() >> 12) - 1));
+        let key = tlb_key(va, s, tag);
+        let set = self.arr.set_of(key & VPN_MASK);
+        self.fills += 1;
+        if self.arr.insert(set, key, pfn).is_some() {
+            self.evictions += 1;
+        }
+    }
+
+    /// Invalidate entries overlapping [start, end) of address-space `tag` (any tag if `None`).
+    pub fn invalidate(&mut self, start: u64, end: u64, tag: Option<u64>) {
+        self.invalidations += self.arr.invalidate_if(|k| {
+            let (s, len, t) = key_range(k);
+            s < end && start < s + len && tag.is_none_or(|x| x == t)
+        });
+    }
+
+    pub fn flush(&mut self) {
+        self.invalidations += self.arr.clear();
+    }
+}
+
+/// A paging-structure cache: entries of one page-table level, tagged by the VA bits that select
+/// them, holding the table the entry points to.
+#[derive(Debug, Clone)]
+pub struct Psc {
+    pub name: String,
+    /// Page-table level whose entries it caches (2 = PDE ... 5 = PML5E).
+    pub table_level: usize,
+    pub arr: SetAssoc,
+    pub stats: StructStats,
+}
+
+impl Psc {
+    pub fn new(c: &PscConfig, seed: u64) -> Psc {
+        Psc {
+            name: c.name.clone(),
+            table_level: c.caches.table_level(),
+            arr: SetAssoc::new(c.entries as usize, c.ways as usize, c.replacement, seed),
+            stats: StructStats::default(),
+        }
+    }
+
+    /// Key: the VA bits above what the entry's child table covers.
+    #[inline(always)]
+    pub fn key(&self, va: u64, tag: u64) -> u64 {
+        (va >> (12 + 9 * (self.table_level as u32 - 1))) | tag
+    }
+
+    #[inline]
+    pub fn lookup(&mut self, va: u64, tag: u64) -> Option<u32> {
+        let k = self.key(va, tag);
+        let set = self.arr.set_of(k & VPN_MASK);
+        self.stats.accesses += 1;
+        let r = self.arr.lookup(set, k).map(|t| t as u32);
+        if r.is_some() {
+            self.stats.hits += 1;
+        }
+        r
+    }
+
+    #[inline]
+    pub fn fill(&mut self, va: u64, tag: u64, table: u32) {
+        let k = self.key(va, tag);
+        let set = self.arr.set_of(k & VPN_MASK);
+        self.stats.fills += 1;
+        if self.arr.insert(set, k, table as u64).is_some() {
+            self.stats.evictions += 1;
+        }
+    }
+
+    pub fn flush(&mut self) {
+        self.stats.invalidations += self.arr.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::setassoc::Replacement;
+
+    fn tlb(entries: u64, ways: u64, sizes: &[PageSize]) -> Tlb {
+        Tlb::new(
+            &TlbConfig {
+                name: "t".into(),
+                level: 1,
+                role: Role::Data,
+                entries,
+                ways,
+                page_sizes: sizes.to_vec(),
+                replacement: Replacement::Lru,
+                latency: 0,
+                splinter: false,
+            },
+            1,
+        )
+    }
+
+    #[test]
+    fn set_index_uses_each_page_sizes_vpn() {
+        // Unified 16 entries, 4 ways -> 4 sets, holding 4KB and 2MB.
+        let mut t = tlb(16, 4, &[PageSize::Size4K, PageSize::Size2M]);
+        // 4KB page 0x5000: VPN 5 -> set 1.  2MB page at 0x60_0000: VPN 3 -> set 3.
+        t.fill(0x5123, PageSize::Size4K, 77, 0);
+        t.fill(0x61_2345, PageSize::Size2M, 1024, 0);
+        assert_eq!(t.arr.set_tags(1), vec![tlb_key(0x5000, PageSize::Size4K, 0)]);
+        assert_eq!(t.arr.set_tags(3), vec![tlb_key(0x60_0000, PageSize::Size2M, 0)]);
+        assert_eq!(t.lookup(0x5fff, 0), Some((77, PageSize::Size4K)));
+        assert_eq!(t.lookup(0x7f_ffff, 0), Some((1024, PageSize::Size2M)));
+        assert_eq!(t.lookup(0x80_0000, 0), None);
+        // Five 4KB pages of set 1 (VPN 1, 5, 9, 13, 17) in a 4-way set: VPN 5 (LRU) goes.
+        for v in [1u64, 9, 13, 17] {
+            t.fill(v << 12, PageSize::Size4K, v, 0);
+        }
+        assert_eq!(t.lookup(0x5000, 0), None);
+        assert_eq!(t.evictions, 1);
+        // A different ASID tag does not hit.
+        assert_eq!(t.lookup(0x9000, asid_tag(3)), None);
+    }
+
+    #[test]
+    fn non_power_of_two_sets_and_splintering() {
+        let mut t = tlb(1536, 16, &[PageSize::Size4K, PageSize::Size2M]); // 96 sets
+        for v in 0..96 * 16u64 {
+            t.fill(v << 12, PageSize::Size4K, v, 0);
+        }
+        assert_eq!(t.evictions, 0, "1536 consecutive pages fill 96 sets of 16 exactly");
+        t.fill((96 * 16) << 12, PageSize::Size4K, 0, 0);
+        assert_eq!(t.evictions, 1);
+        let mut s = tlb(8, 8, &[PageSize::Size2M]);
+        s.splinter = true;
+        // A 1GB page at frame 0x40000 seen at VA 1GB+6MB+5: a 2MB entry for 1GB+6MB.
+        s.fill((1 << 30) + (6 << 20) + 5, PageSize::Size1G, 0x40000, 0);
+        assert_eq!(s.lookup((1 << 30) + (7 << 20), 0), Some((0x40000 + 3 * 512, PageSize::Size2M)));
+        assert_eq!(s.lookup((1 << 30) + (8 << 20), 0), None);
+    }
+
+    #[test]
+    fn invalidation_by_range() {
+        let mut t = tlb(64, 64, &[PageSize::Size4K, PageSize::Size2M]);
+        t.fill(0x20_0000, PageSize::Size2M, 512, 0);
+        t.fill(0x40_1000, PageSize::Size4K, 9, 0);
+        t.fill(0x40_2000, PageSize::Size4K, 9, 0);
+        t.invalidate(0x3f_f000, 0x40_2000, None); // overlaps the 2MB page and 0x40_1000
+        assert_eq!(t.invalidations, 2);
+        assert_eq!(t.lookup(0x40_2000, 0), Some((9, PageSize::Size4K)));
+    }
+}

@@ -1,0 +1,336 @@
+//! x86-64 radix page tables (thesis chapter 2, "Page tables"; Intel SDM vol. 3, 4.5): 4 or 5
+//! levels of 512-entry tables, each table a 4KB page allocated from simulated physical memory,
+//! leaves at level 1 (4KB), 2 (2MB, PS bit) or 3 (1GB).
+//!
+//! Tables of every address space live in one arena. An entry is stored in a simulator encoding
+//! (present bit, leaf bit, and the child table's arena index or the leaf's frame number); the
+//! physical address a walk load reads is `table_pa[table] + 8 * index`, exactly the address the
+//! hardware would read.
+
+use crate::config::PageSize;
+
+const PRESENT: u32 = 1;
+const LEAF: u32 = 2;
+
+/// Index of `va` in a table of `level` (1 = PT ... 5 = PML5).
+#[inline(always)]
+pub fn index(va: u64, level: usize) -> usize {
+    ((va >> (12 + 9 * (level as u32 - 1))) & 511) as usize
+}
+
+/// No frame was left for a page table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfFrames;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    Empty,
+    Table(u32),
+    /// A leaf: frame number of the page's first 4KB frame.
+    Leaf(u64),
+}
+
+#[inline(always)]
+fn decode(e: u32) -> Entry {
+    if e & PRESENT == 0 {
+        Entry::Empty
+    } else if e & LEAF != 0 {
+        Entry::Leaf((e >> 2) as u64)
+    } else {
+        Entry::Table(e >> 2)
+    }
+}
+
+/// Entries are 32 bits (a 30-bit frame or table number and two flags): half the host memory
+/// of 64-bit entries, which matters because a walk's entry load is the simulator's own cache
+/// miss. Physical memory is therefore limited to 2^30 frames (4 TiB).
+#[derive(Debug, Clone, Default)]
+pub struct PageTables {
+    /// Physical address of each table.
+    pa: Vec<u64>,
+    /// 512 entries per table.
+    entries: HostVec,
+    /// Present entries per table.
+    present: Vec<u16>,
+}
+
+impl PageTables {
+    pub fn tables(&self) -> usize {
+        self.pa.len()
+    }
+
+    /// A new empty table at physical frame `pfn`.
+    pub fn new_table(&mut self, pfn: u64) -> u32 {
+        self.pa.push(pfn << 12);
+        self.entries.grow(512);
+        self.present.push(0);
+        (self.pa.len() - 1) as u32
+    }
+
+    #[inline(always)]
+    pub fn table_pa(&self, t: u32) -> u64 {
+        self.pa[t as usize]
+    }
+
+    #[inline(always)]
+    pub fn entry(&self, t: u32, i: usize) -> Entry {
+        decode(self.entries[t as usize * 512 + i])
+    }
+
+    /// Host prefetch of an entry (no effect on the simulation).
+    #[inline(always)]
+    pub fn prefetch(&self, t: u32, i: usize) {
+        crate::setassoc::prefetch_ptr(self.entries.as_ptr().wrapping_add(t as usize * 512 + i));
+    }
+
+    fn set(&mut self, t: u32, i: usize, v: u32) {
+        let slot = &mut self.entries[t as usize * 512 + i];
+        let was = *slot & PRESENT != 0;
+        let now = v & PRESENT != 0;
+        *slot = v;
+        let p = &mut self.present[t as usize];
+        match (was, now) {
+            (false, true) => *p += 1,
+            (true, false) => *p -= 1,
+            _ => {}
+        }
+    }
+
+    pub fn present(&self, t: u32) -> u16 {
+        self.present[t as usize]
+    }
+
+    /// Software walk: the leaf mapping `va`, as (first frame, page size).
+    pub fn lookup(&self, root: u32, levels: usize, va: u64) -> Option<(u64, PageSize)> {
+        let mut t = root;
+        for level in (1..=levels).rev() {
+            match self.entry(t, index(va, level)) {
+                Entry::Empty => return None,
+                Entry::Leaf(pfn) => return Some((pfn, PageSize::from_index(level - 1))),
+                Entry::Table(c) => t = c,
+            }
+        }
+        unreachable!("level-1 entries are leaves")
+    }
+
+    /// Whether anything is mapped in the `size`-aligned region at `va` (a non-empty table
+    /// under it counts; empty tables left behind by unmapping do not).
+    pub fn region_used(&self, root: u32, levels: usize, va: u64, size: PageSize) -> bool {
+        let leaf_level = size.leaf_level();
+        let mut t = root;
+        for level in (leaf_level..=levels).rev() {
+            match self.entry(t, index(va, level)) {
+                Entry::Empty => return false,
+                Entry::Leaf(_) => return true,
+                Entry::Table(c) => {
+                    if level == leaf_level {
+                        return self.subtree_used(c, level - 1);
+                    }
+                    t = c
+                }
+            }
+        }
+        false
+    }
+
+    fn subtree_used(&self, t: u32, level: usize) -> bool {
+        if self.present(t) == 0 {
+            return false;
+        }
+        if level == 1 {
+            return true;
+        }
+        (0..512).any(|i| match self.entry(t, i) {
+            Entry::Empty => false,
+            Entry::Leaf(_) => true,
+            Entry::Table(c) => self.subtree_used(c, level - 1),
+        })
+    }
+
+    /// Map the `size` page at `va` (aligned) to frame `pfn`, creating tables with `new_pfn`
+    /// (`None` from it means physical memory ran out: `Err(OutOfFrames)`).
+    /// An empty table where the leaf goes is replaced (it stays allocated; see docs). Returns
+    /// the number of tables created, or Err if a table frame could not be allocated.
+    pub fn map(
+        &mut self,
+        root: u32,
+        levels: usize,
+        va: u64,
+        size: PageSize,
+        pfn: u64,
+        new_pfn: &mut dyn FnMut() -> Option<u64>,
+    ) -> Result<u32, OutOfFrames> {
+        let leaf_level = size.leaf_level();
+        let mut t = root;
+        let mut created = 0;
+        for level in (leaf_level + 1..=levels).rev() {
+            let i = index(va, level);
+            t = match self.entry(t, i) {
+                Entry::Table(c) => c,
+                Entry::Empty => {
+                    let c = self.new_table(new_pfn().ok_or(OutOfFrames)?);
+                    created += 1;
+                    self.set(t, i, (c << 2) | PRESENT);
+                    c
+                }
+                Entry::Leaf(_) => panic!("mapping {va:#x} under an existing larger page"),
+            };
+        }
+        let i = index(va, leaf_level);
+        debug_assert!(!matches!(self.entry(t, i), Entry::Leaf(_)), "mapping {va:#x} twice");
+        debug_assert!(pfn < 1 << 30, "validated: memory.size <= 4TiB");
+        self.set(t, i, ((pfn as u32) << 2) | PRESENT | LEAF);
+        Ok(created)
+    }
+
+    /// Remove every leaf inside [start, end) (page-aligned; huge pages that straddle an end are
+    /// removed whole — callers split them first). Calls `freed(va, pfn, size)` for each.
+    pub fn unmap_range(
+        &mut self,
+        root: u32,
+        levels: usize,
+        start: u64,
+        end: u64,
+        freed: &mut dyn FnMut(u64, u64, PageSize),
+    ) {
+        self.unmap_rec(root, levels, 0, start, end, freed);
+    }
+
+    fn unmap_rec(
+        &mut self,
+        t: u32,
+        level: usize,
+        base: u64,
+        start: u64,
+        end: u64,
+        freed: &mut dyn FnMut(u64, u64, PageSize),
+    ) {
+        let span = 1u64 << (12 + 9 * (level as u32 - 1));
+        let lo = if start > base { ((start - base) / span) as usize } else { 0 };
+        for i in lo..512 {
+            let va = base + i as u64 * span;
+            if va >= end {
+                break;
+            }
+            if self.present(t) == 0 {
+                break;
+            }
+            match self.entry(t, i) {
+                Entry::Empty => {}
+                Entry::Leaf(pfn) => {
+                    self.set(t, i, 0);
+                    freed(va, pfn, PageSize::from_index(level - 1));
+                }
+                Entry::Table(c) => self.unmap_rec(c, level - 1, va, start, end, freed),
+            }
+        }
+    }
+
+    /// Leaves inside [start, end), as (va, pfn, size), in address order.
+    pub fn leaves(&self, root: u32, levels: usize, start: u64, end: u64) -> Vec<(u64, u64, PageSize)> {
+        let mut out = Vec::new();
+        self.leaves_rec(root, levels, 0, start, end, &mut out);
+        out
+    }
+
+    fn leaves_rec(&self, t: u32, level: usize, base: u64, start: u64, end: u64, out: &mut Vec<(u64, u64, PageSize)>) {
+        let span = 1u64 << (12 + 9 * (level as u32 - 1));
+        if self.present(t) == 0 {
+            return;
+        }
+        for i in 0..512 {
+            let va = base + i as u64 * span;
+            if va >= end {
+                break;
+            }
+            if va + span <= start {
+                continue;
+            }
+            match self.entry(t, i) {
+                Entry::Empty => {}
+                Entry::Leaf(pfn) => out.push((va, pfn, PageSize::from_index(level - 1))),
+                Entry::Table(c) => self.leaves_rec(c, level - 1, va, start, end, out),
+            }
+        }
+    }
+}
+
+/// A growable u32 array whose large allocations ask the host kernel for transparent huge
+/// pages: the simulator's page-table entries are read at random, and 4KB host pages would make
+/// every simulated walk a host TLB miss as well.
+#[derive(Debug, Clone, Default)]
+pub struct HostVec {
+    v: Vec<u32>,
+}
+
+impl HostVec {
+    fn grow(&mut self, n: usize) {
+        if self.v.len() + n > self.v.capacity() {
+            let cap = (self.v.capacity() * 2).max(1 << 20).max(self.v.len() + n);
+            let mut nv: Vec<u32> = Vec::with_capacity(cap);
+            advise_huge(nv.as_mut_ptr() as *mut u8, cap * 4);
+            nv.extend_from_slice(&self.v);
+            self.v = nv;
+        }
+        self.v.resize(self.v.len() + n, 0);
+    }
+}
+
+impl std::ops::Deref for HostVec {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        &self.v
+    }
+}
+impl std::ops::DerefMut for HostVec {
+    fn deref_mut(&mut self) -> &mut [u32] {
+        &mut self.v
+    }
+}
+
+/// `madvise(MADV_HUGEPAGE)` on the whole 2MB pages of a buffer (a hint; errors are ignored).
+pub fn advise_huge(p: *mut u8, len: usize) {
+    let start = (p as usize + (2 << 20) - 1) & !((2 << 20) - 1);
+    let end = (p as usize + len) & !((2 << 20) - 1);
+    if end > start {
+        // SAFETY: the range lies inside an allocation we own; madvise only changes how the
+        // kernel backs it.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_each_size_and_walks_back() {
+        let mut pt = PageTables::default();
+        let root = pt.new_table(100);
+        let mut next = 200;
+        let mut alloc = || {
+            next += 1;
+            Some(next)
+        };
+        // 4KB: creates PDPT, PD, PT.
+        assert_eq!(pt.map(root, 4, 0x7000_1234_5000, PageSize::Size4K, 7, &mut alloc), Ok(3));
+        // 2MB in a new 1GB region of the same 512GB: PD only.
+        assert_eq!(pt.map(root, 4, 0x7000_4000_0000, PageSize::Size2M, 512, &mut alloc), Ok(1));
+        // 1GB in the same PML4 slot: no new table.
+        assert_eq!(pt.map(root, 4, 0x7000_8000_0000, PageSize::Size1G, 1 << 18, &mut alloc), Ok(0));
+        assert_eq!(pt.lookup(root, 4, 0x7000_1234_5fff), Some((7, PageSize::Size4K)));
+        assert_eq!(pt.lookup(root, 4, 0x7000_401f_ffff), Some((512, PageSize::Size2M)));
+        assert_eq!(pt.lookup(root, 4, 0x7000_bfff_ffff), Some((1 << 18, PageSize::Size1G)));
+        assert_eq!(pt.lookup(root, 4, 0x7000_1234_6000), None);
+        assert_eq!(pt.table_pa(root), 100 << 12);
+        assert!(pt.region_used(root, 4, 0x7000_1220_0000, PageSize::Size2M));
+        assert!(!pt.region_used(root, 4, 0x7000_1240_0000, PageSize::Size2M));
+        let mut got = Vec::new();
+        pt.unmap_range(root, 4, 0x7000_0000_0000, 0x7000_8000_0000, &mut |va, pfn, s| got.push((va, pfn, s)));
+        assert_eq!(got, vec![(0x7000_1234_5000, 7, PageSize::Size4K), (0x7000_4000_0000, 512, PageSize::Size2M)]);
+        assert!(!pt.region_used(root, 4, 0x7000_1220_0000, PageSize::Size2M));
+        assert_eq!(pt.leaves(root, 4, 0, u64::MAX).len(), 1);
+    }
+}

@@ -1,0 +1,389 @@
+//! The set-associative array shared by TLBs, paging-structure caches and data caches (as
+//! ChampSim shares its cache code): `sets x ways` slots of a 64-bit tag and a 64-bit payload,
+//! with a replacement policy per set. Any set count works (the index is `key % sets`, a mask
+//! when `sets` is a power of two), so 1536 entries / 12 ways = 128 sets and 2048 / 12 work alike.
+
+use serde::{Deserialize, Serialize};
+
+/// Tag of an empty slot. Callers never use it as a real tag (TLB and cache keys leave the top
+/// bits clear or are constructed so that they never equal it).
+pub const INVALID: u64 = u64::MAX;
+
+/// Which way of a full set is evicted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum Replacement {
+    /// True least-recently-used (per-slot last-use stamps).
+    Lru,
+    /// Tree pseudo-LRU: one bit per inner node of a binary tree over the ways pointing away
+    /// from the most recently used half. Ways that are not a power of two use the tree over the
+    /// next power of two and never choose a leaf that does not exist.
+    TreePlru,
+    /// First in, first out: the oldest fill is evicted; hits do not change the order.
+    Fifo,
+    /// A uniformly random way (xorshift64*, seeded from the configuration's seed).
+    Random,
+}
+
+impl Replacement {
+    pub fn name(self) -> &'static str {
+        match self {
+            Replacement::Lru => "lru",
+            Replacement::TreePlru => "tree-plru",
+            Replacement::Fifo => "fifo",
+            Replacement::Random => "random",
+        }
+    }
+}
+
+/// Set-associative storage. Each set is one contiguous row of the host array: its tags, then
+/// (LRU/FIFO) its stamps, then (if any) its payloads, so that a probe of a large structure (an
+/// LLC) costs one host cache miss and the adjacent-line prefetch, not one miss per array.
+#[derive(Debug, Clone)]
+pub struct SetAssoc {
+    sets: usize,
+    ways: usize,
+    /// `sets - 1` when `sets` is a power of two, else 0 (and `%` is used).
+    mask: u64,
+    pow2: bool,
+    mem: Vec<u64>,
+    /// u64 words per set.
+    stride: usize,
+    /// Offset of the stamps (LRU: last use; FIFO: fill time; 0 = empty slot) in a row, if any.
+    stamp_at: Option<usize>,
+    /// Offset of the payloads in a row, if any.
+    data_at: Option<usize>,
+    repl: Replacement,
+    clock: u64,
+    /// Tree-PLRU bits, one word per set (node `n` of the heap-ordered tree is bit `n`).
+    plru: Vec<u64>,
+    /// Leaves of the PLRU tree (ways rounded up to a power of two).
+    plru_leaves: usize,
+    rng: u64,
+}
+
+impl SetAssoc {
+    /// `entries` must be a multiple of `ways` (checked by the configuration builder).
+    pub fn new(entries: usize, ways: usize, repl: Replacement, seed: u64) -> SetAssoc {
+        Self::with_payload(entries, ways, repl, seed, true)
+    }
+
+    /// Without a payload (caches only need tags): less host memory touched per access.
+    pub fn new_tags_only(entries: usize, ways: usize, repl: Replacement, seed: u64) -> SetAssoc {
+        Self::with_payload(entries, ways, repl, seed, false)
+    }
+
+    fn with_payload(entries: usize, ways: usize, repl: Replacement, seed: u64, payload: bool) -> SetAssoc {
+        assert!(ways > 0 && entries >= ways && entries.is_multiple_of(ways), "validated by config");
+        let sets = entries / ways;
+        let pow2 = sets.is_power_of_two();
+        let plru_leaves = ways.next_power_of_two();
+        assert!(repl != Replacement::TreePlru || plru_leaves <= 64, "validated by config");
+        let stamped = matches!(repl, Replacement::Lru | Replacement::Fifo);
+        let stamp_at = stamped.then_some(ways);
+        let data_at = payload.then_some(ways * (1 + stamped as usize));
+        let stride = ways * (1 + stamped as usize + payload as usize);
+        let n = sets * stride;
+        let mut mem = Vec::with_capacity(n);
+        if n >= 1 << 18 {
+            crate::os::pagetable::advise_huge(mem.as_mut_ptr() as *mut u8, n * 8);
+        }
+        mem.resize(n, 0);
+        for set in 0..sets {
+            mem[set * stride..set * stride + ways].fill(INVALID);
+        }
+        SetAssoc {
+            sets,
+            ways,
+            mask: if pow2 { sets as u64 - 1 } else { 0 },
+            pow2,
+            mem,
+            stride,
+            stamp_at,
+            data_at,
+            repl,
+            clock: 0,
+            plru: if repl == Replacement::TreePlru { vec![0; sets] } else { Vec::new() },
+            plru_leaves,
+            rng: seed | 1,
+        }
+    }
+
+    #[inline(always)]
+    pub fn sets(&self) -> usize {
+        self.sets
+    }
+    #[inline(always)]
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+
+    /// The set that `index_key` maps to.
+    #[inline(always)]
+    pub fn set_of(&self, index_key: u64) -> usize {
+        if self.pow2 {
+            (index_key & self.mask) as usize
+        } else {
+            (index_key % self.sets as u64) as usize
+        }
+    }
+
+    /// Look `tag` up in `set`; on a hit update the replacement state and return the payload
+    /// (0 without payloads).
+    #[inline(always)]
+    pub fn lookup(&mut self, set: usize, tag: u64) -> Option<u64> {
+        let base = set * self.stride;
+        let row = &self.mem[base..base + self.ways];
+        // Branch-free scan for small sets: which way matches varies from access to access, and
+        // a compare-and-branch per way mispredicts; one branch on the result does not.
+        let w = if self.ways <= 16 {
+            let mut found = usize::MAX;
+            for (w, &t) in row.iter().enumerate() {
+                found = if t == tag { w } else { found };
+            }
+            found
+        } else {
+            row.iter().position(|&t| t == tag).unwrap_or(usize::MAX)
+        };
+        if w == usize::MAX {
+            return None;
+        }
+        self.touch(set, w);
+        Some(self.data_at.map_or(0, |d| self.mem[base + d + w]))
+    }
+
+    /// Ask the host to bring `set`'s row into its cache (no effect on the simulation).
+    #[inline(always)]
+    pub fn prefetch(&self, set: usize) {
+        let row = self.mem.as_ptr().wrapping_add(set * self.stride);
+        // Every host cache line of the row (tags, stamps, payloads).
+        for off in (0..self.stride).step_by(8) {
+            prefetch_ptr(row.wrapping_add(off));
+        }
+    }
+
+    /// Whether `tag` is in `set`, without changing any state.
+    pub fn contains(&self, set: usize, tag: u64) -> bool {
+        let base = set * self.stride;
+        self.mem[base..base + self.ways].contains(&tag)
+    }
+
+    #[inline(always)]
+    fn touch(&mut self, set: usize, way: usize) {
+        match self.repl {
+            Replacement::Lru => {
+                self.clock += 1;
+                let at = set * self.stride + self.ways + way;
+                self.mem[at] = self.clock;
+            }
+            Replacement::TreePlru => self.plru_touch(set, way),
+            Replacement::Fifo | Replacement::Random => {}
+        }
+    }
+
+    fn plru_touch(&mut self, set: usize, way: usize) {
+        // Walk from the root to the leaf `way`, pointing every node away from the path taken.
+        let mut bits = self.plru[set];
+        let mut node = 1usize;
+        let mut span = self.plru_leaves;
+        let mut lo = 0usize;
+        while span > 1 {
+            span /= 2;
+            let right = way >= lo + span;
+            if right {
+                bits &= !(1u64 << node); // next victim on the left
+                lo += span;
+                node = 2 * node + 1;
+            } else {
+                bits |= 1u64 << node; // next victim on the right
+                node *= 2;
+            }
+        }
+        self.plru[set] = bits;
+    }
+
+    fn plru_victim(&self, set: usize) -> usize {
+        let bits = self.plru[set];
+        let mut node = 1usize;
+        let mut span = self.plru_leaves;
+        let mut lo = 0usize;
+        while span > 1 {
+            span /= 2;
+            // Go right when the bit says so and the right half holds at least one real way.
+            let right = (bits >> node) & 1 == 1 && lo + span < self.ways;
+            if right {
+                lo += span;
+                node = 2 * node + 1;
+            } else {
+                node *= 2;
+            }
+        }
+        lo
+    }
+
+    fn victim(&mut self, set: usize) -> usize {
+        let base = set * self.stride;
+        if let Some(sa) = self.stamp_at {
+            // Empty slots have stamp 0 and valid ones >= 1, so one pass finds the first empty
+            // slot or else the oldest.
+            let row = &self.mem[base + sa..base + sa + self.ways];
+            let mut best = 0;
+            let mut min = row[0];
+            for (w, &st) in row.iter().enumerate().skip(1) {
+                if st < min {
+                    min = st;
+                    best = w;
+                }
+            }
+            return best;
+        }
+        if let Some(w) = self.mem[base..base + self.ways].iter().position(|&t| t == INVALID) {
+            return w;
+        }
+        if self.repl == Replacement::TreePlru {
+            return self.plru_victim(set);
+        }
+        // xorshift64*: deterministic per seed.
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        ((r as u128 * self.ways as u128) >> 64) as usize
+    }
+
+    /// Look `tag` up and insert it on a miss (allocate on miss, as a cache level does).
+    /// Returns (hit, evicted a valid line).
+    #[inline]
+    pub fn access(&mut self, set: usize, tag: u64) -> (bool, bool) {
+        if self.lookup(set, tag).is_some() {
+            return (true, false);
+        }
+        (false, self.insert(set, tag, 0).is_some())
+    }
+
+    /// Insert `tag` into `set` (the caller knows it is absent); returns the evicted valid tag
+    /// and payload, if any.
+    pub fn insert(&mut self, set: usize, tag: u64, data: u64) -> Option<(u64, u64)> {
+        let w = self.victim(set);
+        let base = set * self.stride;
+        let old = self.mem[base + w];
+        let evicted = (old != INVALID).then(|| (old, self.data_at.map_or(0, |d| self.mem[base + d + w])));
+        self.mem[base + w] = tag;
+        if let Some(d) = self.data_at {
+            self.mem[base + d + w] = data;
+        }
+        match self.repl {
+            Replacement::Lru | Replacement::Fifo => {
+                self.clock += 1;
+                self.mem[base + self.ways + w] = self.clock;
+            }
+            Replacement::TreePlru => self.plru_touch(set, w),
+            Replacement::Random => {}
+        }
+        evicted
+    }
+
+    /// Invalidate every slot whose tag satisfies `pred`; returns how many.
+    pub fn invalidate_if(&mut self, mut pred: impl FnMut(u64) -> bool) -> u64 {
+        let mut n = 0;
+        for set in 0..self.sets {
+            let base = set * self.stride;
+            for w in 0..self.ways {
+                let t = self.mem[base + w];
+                if t != INVALID && pred(t) {
+                    self.mem[base + w] = INVALID;
+                    if let Some(sa) = self.stamp_at {
+                        self.mem[base + sa + w] = 0;
+                    }
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// Invalidate everything; returns how many valid slots there were.
+    pub fn clear(&mut self) -> u64 {
+        self.invalidate_if(|_| true)
+    }
+
+    /// Valid tags of one set, in way order (for tests).
+    pub fn set_tags(&self, set: usize) -> Vec<u64> {
+        let base = set * self.stride;
+        self.mem[base..base + self.ways].iter().copied().filter(|&t| t != INVALID).collect()
+    }
+}
+
+/// A host prefetch hint (x86-64 only; elsewhere nothing).
+#[inline(always)]
+pub fn prefetch_ptr<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fill a 1-set, 4-way array with tags 10..14, hit 10, insert 20: returns the evicted tag.
+    fn evict_after_hit(r: Replacement) -> u64 {
+        let mut s = SetAssoc::new(4, 4, r, 1);
+        for t in 10..14 {
+            assert!(s.insert(0, t, t).is_none());
+        }
+        assert_eq!(s.lookup(0, 10), Some(10));
+        s.insert(0, 20, 0).unwrap().0
+    }
+
+    #[test]
+    fn lru_plru_fifo_orders_by_hand() {
+        // LRU order after A B C D A: B is least recently used.
+        assert_eq!(evict_after_hit(Replacement::Lru), 11);
+        // Tree-PLRU: after touches 0,1,2,3 the root points left, node 2 to way 0; the hit on
+        // way 0 flips the root right and node 3 points at way 2 (it was last set by way 3).
+        assert_eq!(evict_after_hit(Replacement::TreePlru), 12);
+        // FIFO ignores the hit: the first filled (A) goes.
+        assert_eq!(evict_after_hit(Replacement::Fifo), 10);
+    }
+
+    #[test]
+    fn plru_with_twelve_ways_never_picks_a_missing_leaf() {
+        let mut s = SetAssoc::new(12, 12, Replacement::TreePlru, 1);
+        for t in 0..1000u64 {
+            if s.lookup(0, t % 17).is_none() {
+                s.insert(0, t % 17, 0);
+            }
+            assert!(s.plru_victim(0) < 12);
+        }
+        assert_eq!(s.set_tags(0).len(), 12);
+    }
+
+    #[test]
+    fn non_power_of_two_sets_index_by_modulo() {
+        let s = SetAssoc::new(1536, 12, Replacement::Lru, 1); // 128 sets: a mask
+        assert_eq!(s.set_of(130), 2);
+        let s = SetAssoc::new(2048, 16, Replacement::Lru, 1);
+        assert_eq!(s.sets(), 128);
+        let s = SetAssoc::new(1536, 16, Replacement::Lru, 1); // 96 sets
+        assert_eq!(s.sets(), 96);
+        assert_eq!(s.set_of(96 + 5), 5);
+        assert_eq!(s.set_of(1000), 1000 % 96);
+    }
+
+    #[test]
+    fn random_is_deterministic_per_seed() {
+        let run = |seed| {
+            let mut s = SetAssoc::new(8, 8, Replacement::Random, seed);
+            (0..100u64).filter_map(|t| s.insert(0, t, 0).map(|e| e.0)).collect::<Vec<_>>()
+        };
+        assert_eq!(run(7), run(7));
+        assert_ne!(run(7), run(8));
+    }
+}

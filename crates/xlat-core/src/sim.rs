@@ -1,0 +1,832 @@
+//! The simulator: one hot loop over the accesses of each batch, the TLB hierarchy, the walker,
+//! side events (syscalls, context switches) applied in order, and the counters.
+//!
+//! Per access: (mosaic only) relocate the address, probe the first-level TLBs that serve the
+//! access kind, and stop there on a hit. Misses go down the levels; a miss everywhere walks the
+//! page tables: paging-structure caches give the longest cached prefix, then one load per
+//! remaining level goes through the caches, and the translation fills every TLB that holds its
+//! page size. Faults (first touches) are handled by the OS model before the walk's loads.
+
+use crate::config::{Config, PageSize};
+use crate::mem::Caches;
+use crate::mmu::{asid_tag, Psc, StructStats, Tlb, VPN_MASK};
+use crate::os::pagetable::{index, Entry};
+use crate::os::{Invalidation, Os, SimError};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use xlat_trace::{Batch, EventSource, Marker, SideBody};
+
+/// Names of page-table levels by level number (1 = PT).
+pub const TABLE_NAMES: [&str; 6] = ["", "pt", "pd", "pdpt", "pml4", "pml5"];
+
+#[derive(Debug, Clone, Default)]
+struct WalkStats {
+    walks: u64,
+    walks_by_size: [u64; 3],
+    faulting_walks: u64,
+    loads: u64,
+    /// [table level][hit level (caches..., DRAM)]
+    loads_at: [Vec<u64>; 6],
+    cycles: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    tlb: u32,
+    shift: u32,
+    size: u8,
+    size_bits: u64,
+}
+
+/// The simulator of one configuration.
+pub struct Simulator {
+    cfg: Config,
+    pub os: Os,
+    tlbs: Vec<Tlb>,
+    /// Per role (0 data, 1 instruction): per level, the TLBs probed.
+    route: [Vec<Vec<usize>>; 2],
+    lookups: [Vec<u64>; 2],
+    level_hits: [Vec<u64>; 2],
+    /// Level-1 probes per access kind, flattened over the TLBs and their page sizes.
+    fast: [Vec<Probe>; 2],
+    l1_misses: [u64; 2],
+    level_latency: Vec<u64>,
+    pscs: Vec<Psc>,
+    psc_for_level: [Option<usize>; 6],
+    caches: Caches,
+    walk_first: usize,
+    walk_latency: u64,
+    tag: u64,
+    asid_mode: bool,
+    va_mask: u64,
+    ws: WalkStats,
+    accesses: u64,
+    by_kind: [u64; 3],
+    untranslated: u64,
+    data_cycles: u64,
+    threads: HashMap<u32, u64>,
+    instructions: u64,
+    range_shootdowns: u64,
+    context_flushes: u64,
+    markers: u64,
+    series: Vec<(u64, u64, Vec<u64>)>,
+    next_sample: u64,
+    prefetching: bool,
+}
+
+/// Where the simulation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Trace(#[from] xlat_trace::Error),
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+}
+
+impl Simulator {
+    pub fn new(cfg: &Config) -> Result<Simulator, Error> {
+        cfg.validate()?;
+        let seed = cfg.sim.seed;
+        let tlbs: Vec<Tlb> = cfg
+            .tlb
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Tlb::new(c, seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9)))
+            .collect();
+        let nlev = tlbs.iter().map(|t| t.level + 1).max().unwrap_or(0);
+        let mut route: [Vec<Vec<usize>>; 2] = [Vec::new(), Vec::new()];
+        for (r, rt) in route.iter_mut().enumerate() {
+            for l in 0..nlev {
+                let v: Vec<usize> =
+                    (0..tlbs.len()).filter(|&i| tlbs[i].level == l && tlbs[i].role.serves(r == 1)).collect();
+                if !v.is_empty() {
+                    rt.push(v);
+                }
+            }
+        }
+        // Level latency for the time estimate: the slowest structure of the level.
+        let level_latency: Vec<u64> =
+            (0..nlev).map(|l| tlbs.iter().filter(|t| t.level == l).map(|t| t.latency).max().unwrap_or(0)).collect();
+        let mut pscs: Vec<Psc> =
+            cfg.psc.iter().enumerate().map(|(i, c)| Psc::new(c, seed ^ (0x50 + i as u64))).collect();
+        pscs.sort_by_key(|p| p.table_level);
+        let mut psc_for_level = [None; 6];
+        for (i, p) in pscs.iter().enumerate() {
+            psc_for_level[p.table_level] = Some(i);
+        }
+        let walk_first = match &cfg.walker.first_cache {
+            Some(n) => cfg.cache.iter().position(|c| &c.name == n).expect("validated"),
+            None => 0,
+        };
+        let ncache = cfg.cache.len();
+        let os = Os::new(cfg)?;
+        Ok(Simulator {
+            lookups: [vec![0; route[0].len()], vec![0; route[1].len()]],
+            fast: std::array::from_fn(|r| {
+                route[r]
+                    .first()
+                    .map(|v| {
+                        v.iter()
+                            .flat_map(|&t| {
+                                tlbs[t].sizes.iter().map(move |&s| Probe {
+                                    tlb: t as u32,
+                                    shift: s.shift(),
+                                    size: s as u8,
+                                    size_bits: (s as u64) << crate::mmu::VPN_BITS,
+                                })
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            }),
+            l1_misses: [0; 2],
+            level_hits: [vec![0; route[0].len()], vec![0; route[1].len()]],
+            route,
+            level_latency,
+            tlbs,
+            pscs,
+            psc_for_level,
+            caches: Caches::new(&cfg.cache, cfg.memory.dram_latency, seed),
+            walk_first,
+            walk_latency: cfg.walker.latency,
+            tag: 0,
+            asid_mode: cfg.os.asid,
+            va_mask: if cfg.os.levels == 5 { (1 << 57) - 1 } else { (1 << 48) - 1 },
+            ws: WalkStats { loads_at: std::array::from_fn(|_| vec![0; ncache + 1]), ..Default::default() },
+            accesses: 0,
+            by_kind: [0; 3],
+            untranslated: 0,
+            data_cycles: 0,
+            threads: HashMap::new(),
+            instructions: 0,
+            range_shootdowns: 0,
+            context_flushes: 0,
+            markers: 0,
+            series: Vec::new(),
+            next_sample: cfg.sim.interval_accesses.max(cfg.sim.interval_instructions),
+            prefetching: false,
+            os,
+            cfg: cfg.clone(),
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    // ------------------------------------------------------------------ the hot loop
+
+    /// Translate one access. Monomorphised over mosaic relocation and data caching. The
+    /// first-level probes are a flat list (TLB, size) per access kind, and a hit increments a
+    /// single counter (the TLB's hits); level-1 lookups are the accesses of the kind, counted
+    /// per range in `count_range`.
+    #[inline(always)]
+    fn access<const MOSAIC: bool, const DATA: bool>(&mut self, va: u64, kind: u8) -> Result<(), SimError> {
+        let va = if MOSAIC { self.os.relocate(va) } else { va } & self.va_mask;
+        let r = (kind == 2) as usize;
+        let tag = self.tag;
+        let n = self.fast[r].len();
+        if n == 0 {
+            self.untranslated += 1;
+            return Ok(());
+        }
+        for k in 0..n {
+            let p = self.fast[r][k];
+            let key = ((va >> p.shift) & VPN_MASK) | p.size_bits | tag;
+            let t = &mut self.tlbs[p.tlb as usize];
+            let set = t.arr.set_of(key & VPN_MASK);
+            if let Some(pfn) = t.arr.lookup(set, key) {
+                t.hits += 1;
+                if DATA {
+                    self.data_access(pfn, PageSize::from_index(p.size as usize), va);
+                }
+                return Ok(());
+            }
+        }
+        self.l1_misses[r] += 1;
+        let (pfn, s) = self.miss(va, r)?;
+        if DATA {
+            self.data_access(pfn, s, va);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn data_access(&mut self, pfn: u64, s: PageSize, va: u64) {
+        let pa = (pfn << 12) | (va & (s.bytes() - 1));
+        let (_, lat) = self.caches.access(pa, 0, false);
+        self.data_cycles += lat;
+    }
+
+    #[inline(never)]
+    fn miss(&mut self, va: u64, r: usize) -> Result<(u64, PageSize), SimError> {
+        let levels = self.route[r].len();
+        let tag = self.tag;
+        for l in 1..levels {
+            self.lookups[r][l] += 1;
+            for k in 0..self.route[r][l].len() {
+                let t = self.route[r][l][k];
+                if let Some((pfn, s)) = self.tlbs[t].lookup(va, tag) {
+                    self.level_hits[r][l] += 1;
+                    self.fill_above(r, l, va, s, pfn);
+                    return Ok((pfn, s));
+                }
+            }
+        }
+        let (pfn, s) = self.walk(va)?;
+        self.fill_above(r, levels, va, s, pfn);
+        // A page mapped at `s` but held only as smaller (splintered) entries still translates.
+        Ok((pfn, s))
+    }
+
+    fn fill_above(&mut self, r: usize, upto: usize, va: u64, s: PageSize, pfn: u64) {
+        let tag = self.tag;
+        for l in 0..upto {
+            for k in 0..self.route[r][l].len() {
+                let t = self.route[r][l][k];
+                self.tlbs[t].fill(va, s, pfn, tag);
+            }
+        }
+    }
+
+    /// Walk the page tables for `va` (faulting the page in first if it is not mapped).
+    fn walk(&mut self, va: u64) -> Result<(u64, PageSize), SimError> {
+        self.ws.walks += 1;
+        let levels = self.os.levels();
+        let root = self.os.root();
+        let (pfn, size) = match self.os.pt.lookup(root, levels, va) {
+            Some(x) => x,
+            None => {
+                self.ws.faulting_walks += 1;
+                self.os.fault(va)?;
+                self.os.pt.lookup(root, levels, va).expect("the fault mapped the page")
+            }
+        };
+        self.ws.walks_by_size[size as usize] += 1;
+        let leaf = size.leaf_level();
+        let tag = self.tag;
+        // Longest cached prefix: PSCs are sorted from the lowest table level (PDE) up.
+        let (mut level, mut t) = (levels, root);
+        for p in self.pscs.iter_mut() {
+            if p.table_level <= leaf || p.table_level > levels {
+                continue;
+            }
+            if let Some(tab) = p.lookup(va, tag) {
+                level = p.table_level - 1;
+                t = tab;
+                break;
+            }
+        }
+        let mut cycles = self.walk_latency;
+        let ncache = self.caches.levels.len();
+        loop {
+            let i = index(va, level);
+            let pa = self.os.pt.table_pa(t) + 8 * i as u64;
+            let (hit, lat) =
+                if ncache == 0 { (0, self.caches.dram_latency) } else { self.caches.access(pa, self.walk_first, true) };
+            cycles += lat;
+            self.ws.loads += 1;
+            self.ws.loads_at[level][hit] += 1;
+            match self.os.pt.entry(t, i) {
+                Entry::Leaf(_) => break,
+                Entry::Table(c) => {
+                    if let Some(p) = self.psc_for_level[level] {
+                        self.pscs[p].fill(va, tag, c);
+                    }
+                    t = c;
+                    level -= 1;
+                }
+                Entry::Empty => unreachable!("the page was mapped before the walk"),
+            }
+        }
+        self.ws.cycles += cycles;
+        Ok((pfn, size))
+    }
+
+    fn drain_invalidations(&mut self) {
+        if self.os.inval.is_empty() {
+            return;
+        }
+        let inval = std::mem::take(&mut self.os.inval);
+        for i in &inval {
+            match *i {
+                Invalidation::Range { asid, start, end } => {
+                    let tag = self.asid_mode.then(|| asid_tag(asid));
+                    for t in &mut self.tlbs {
+                        t.invalidate(start, end, tag);
+                    }
+                }
+                Invalidation::All => {
+                    for t in &mut self.tlbs {
+                        t.flush();
+                    }
+                }
+            }
+        }
+        // INVLPG and CR3 writes may drop every paging-structure-cache entry (SDM 4.10.4.1).
+        for p in &mut self.pscs {
+            p.flush();
+        }
+        self.range_shootdowns += 1;
+    }
+
+    fn side(&mut self, body: &SideBody) -> Result<(), SimError> {
+        match body {
+            SideBody::Syscall(s) => {
+                self.os.syscall(s)?;
+                self.drain_invalidations();
+            }
+            SideBody::Marker(Marker::ContextSwitch { asid }) => {
+                if self.os.switch_to(*asid)? {
+                    if self.asid_mode {
+                        self.tag = asid_tag(*asid);
+                    } else {
+                        for t in &mut self.tlbs {
+                            t.flush();
+                        }
+                        for p in &mut self.pscs {
+                            p.flush();
+                        }
+                        self.context_flushes += 1;
+                    }
+                }
+            }
+            SideBody::Marker(_) => self.markers += 1,
+        }
+        Ok(())
+    }
+
+    fn run_range<const MOSAIC: bool, const DATA: bool>(
+        &mut self,
+        b: &Batch,
+        lo: usize,
+        hi: usize,
+    ) -> Result<(), SimError> {
+        // When walks are frequent, the simulator's own time goes to host cache misses on the
+        // page-table entry and the cache rows a walk reads; prefetching them a few accesses
+        // ahead overlaps those misses. Prefetches change no simulated state.
+        const AHEAD: usize = 6;
+        let mut i = lo;
+        while i < hi {
+            let chunk_end = hi.min(i + 4096);
+            let walks0 = self.ws.walks;
+            if self.prefetching && !MOSAIC {
+                for k in i..chunk_end {
+                    // Once per page run (a load and a store to one word share their walk).
+                    if k + AHEAD < hi && (b.addr[k + AHEAD] ^ b.addr[k + AHEAD - 1]) >> 12 != 0 {
+                        self.prefetch(b.addr[k + AHEAD]);
+                    }
+                    self.access::<MOSAIC, DATA>(b.addr[k], b.kind[k])?;
+                }
+            } else {
+                for k in i..chunk_end {
+                    self.access::<MOSAIC, DATA>(b.addr[k], b.kind[k])?;
+                }
+            }
+            // Turn prefetching on when more than 1 access in 32 walked.
+            self.prefetching = (self.ws.walks - walks0) * 32 > (chunk_end - i) as u64;
+            i = chunk_end;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn prefetch(&self, va: u64) {
+        let va = va & self.va_mask;
+        let pt = &self.os.pt;
+        let mut t = self.os.root();
+        for level in (2..=self.os.levels()).rev() {
+            match pt.entry(t, index(va, level)) {
+                Entry::Table(c) => t = c,
+                _ => return,
+            }
+        }
+        let i = index(va, 1);
+        pt.prefetch(t, i);
+        if !self.caches.levels.is_empty() {
+            self.caches.prefetch(pt.table_pa(t) + 8 * i as u64, self.walk_first);
+        }
+    }
+
+    fn count_range(&mut self, b: &Batch, lo: usize, hi: usize) {
+        if lo == hi {
+            return;
+        }
+        self.accesses += (hi - lo) as u64;
+        // Branch-free counts (vectorised): loads, ifetches (kind >= 2), stores the rest.
+        let (mut n0, mut n2) = (0u64, 0u64);
+        for &k in &b.kind[lo..hi] {
+            n0 += (k == 0) as u64;
+            n2 += (k >= 2) as u64;
+        }
+        let kinds = [n0, (hi - lo) as u64 - n0 - n2, n2];
+        for (a, k) in self.by_kind.iter_mut().zip(kinds) {
+            *a += k;
+        }
+        let per_role = [kinds[0] + kinds[1], kinds[2]];
+        for (r, n) in per_role.into_iter().enumerate() {
+            if !self.lookups[r].is_empty() {
+                self.lookups[r][0] += n;
+                self.level_hits[r][0] = self.lookups[r][0] - self.l1_misses[r];
+            }
+        }
+        let t0 = b.tid[lo];
+        if b.tid[lo..hi].iter().all(|&t| t == t0) {
+            self.set_icount(t0, b.icount[hi - 1]);
+        } else {
+            for i in lo..hi {
+                self.set_icount(b.tid[i], b.icount[i]);
+            }
+        }
+    }
+
+    #[inline]
+    fn set_icount(&mut self, tid: u32, ic: u64) {
+        let e = self.threads.entry(tid).or_insert(0);
+        if ic > *e {
+            self.instructions += ic - *e;
+            *e = ic;
+        }
+    }
+
+    /// Simulate one batch: accesses in order, side events before the access they precede.
+    pub fn batch(&mut self, b: &Batch) -> Result<(), SimError> {
+        let n = b.len();
+        let mosaic = self.cfg.os.policy == crate::config::Policy::Mosaic;
+        let data = self.cfg.sim.data_through_caches;
+        let (ia, ii) = (self.cfg.sim.interval_accesses, self.cfg.sim.interval_instructions);
+        let mut i = 0;
+        let mut si = 0;
+        loop {
+            while si < b.side.len() && b.side[si].pos as usize <= i {
+                self.side(&b.side[si].body)?;
+                si += 1;
+            }
+            if i >= n {
+                break;
+            }
+            let mut end = b.side.get(si).map_or(n, |s| (s.pos as usize).min(n));
+            if ia > 0 {
+                end = end.min(i + (self.next_sample - self.accesses) as usize);
+            } else if ii > 0 {
+                // First access at which this thread's instruction count reaches the next sample.
+                let base = self.instructions - self.threads.get(&b.tid[i]).copied().unwrap_or(0);
+                if let Some(p) = (i..end).find(|&k| base + b.icount[k] >= self.next_sample) {
+                    end = p + 1;
+                }
+            }
+            match (mosaic, data) {
+                (false, false) => self.run_range::<false, false>(b, i, end)?,
+                (false, true) => self.run_range::<false, true>(b, i, end)?,
+                (true, false) => self.run_range::<true, false>(b, i, end)?,
+                (true, true) => self.run_range::<true, true>(b, i, end)?,
+            }
+            self.count_range(b, i, end);
+            i = end;
+            if ia > 0 && self.accesses >= self.next_sample {
+                self.sample();
+                self.next_sample += ia;
+            } else if ii > 0 && self.instructions >= self.next_sample {
+                self.sample();
+                while self.next_sample <= self.instructions {
+                    self.next_sample += ii;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self) {
+        let c = self.counters();
+        let v = c.values().copied().collect();
+        self.series.push((self.accesses, self.instructions, v));
+    }
+
+    // ------------------------------------------------------------------ counters
+
+    /// Every counter, flat, named as a tree (`tlb.l2.hits`, `walker.loads.pd.L2`), sorted.
+    pub fn counters(&self) -> BTreeMap<String, u64> {
+        let mut m = BTreeMap::new();
+        let mut put = |k: String, v: u64| {
+            m.insert(k, v);
+        };
+        put("accesses".into(), self.accesses);
+        put("loads".into(), self.by_kind[0]);
+        put("stores".into(), self.by_kind[1]);
+        put("ifetches".into(), self.by_kind[2]);
+        put("instructions".into(), self.instructions);
+        put("untranslated".into(), self.untranslated);
+        put("markers".into(), self.markers);
+        for (i, t) in self.tlbs.iter().enumerate() {
+            let s = self.tlb_stats(i);
+            for (k, v) in struct_fields(&s) {
+                put(format!("tlb.{}.{k}", t.name), v);
+            }
+        }
+        for (r, role) in ["data", "instruction"].iter().enumerate() {
+            for (l, &n) in self.lookups[r].iter().enumerate() {
+                let h = self.level_hits[r][l];
+                put(format!("tlb_level{}.{role}.lookups", l + 1), n);
+                put(format!("tlb_level{}.{role}.hits", l + 1), h);
+                put(format!("tlb_level{}.{role}.misses", l + 1), n - h);
+            }
+        }
+        for p in &self.pscs {
+            let mut s = p.stats;
+            s.misses = s.accesses - s.hits;
+            for (k, v) in struct_fields(&s) {
+                put(format!("psc.{}.{k}", p.name), v);
+            }
+        }
+        let w = &self.ws;
+        put("walker.walks".into(), w.walks);
+        put("walker.walks_4k".into(), w.walks_by_size[0]);
+        put("walker.walks_2m".into(), w.walks_by_size[1]);
+        put("walker.walks_1g".into(), w.walks_by_size[2]);
+        put("walker.faulting_walks".into(), w.faulting_walks);
+        put("walker.loads".into(), w.loads);
+        put("walker.cycles".into(), w.cycles);
+        let hit_names = self.hit_names();
+        for (lvl, row) in w.loads_at.iter().enumerate().skip(1) {
+            if lvl > self.os.levels() {
+                continue;
+            }
+            put(format!("walker.loads.{}", TABLE_NAMES[lvl]), row.iter().sum());
+            for (h, &v) in row.iter().enumerate() {
+                put(format!("walker.loads.{}.{}", TABLE_NAMES[lvl], hit_names[h]), v);
+            }
+        }
+        for (h, name) in hit_names.iter().enumerate() {
+            put(format!("walker.loads_hit.{name}"), w.loads_at.iter().map(|r| r[h]).sum());
+        }
+        for (name, s) in self.caches.stats() {
+            put(format!("cache.{name}.accesses"), s.accesses);
+            put(format!("cache.{name}.hits"), s.hits);
+            put(format!("cache.{name}.misses"), s.misses);
+            put(format!("cache.{name}.fills"), s.fills);
+            put(format!("cache.{name}.evictions"), s.evictions);
+            put(format!("cache.{name}.walk_accesses"), s.walk_accesses);
+            put(format!("cache.{name}.walk_hits"), s.walk_hits);
+        }
+        put("dram.accesses".into(), self.caches.dram_accesses);
+        put("dram.walk_accesses".into(), self.caches.dram_walk_accesses);
+        put("data.cycles".into(), self.data_cycles);
+        put("shootdowns".into(), self.range_shootdowns + self.context_flushes);
+        put("shootdowns.range".into(), self.range_shootdowns);
+        put("shootdowns.context_switch".into(), self.context_flushes);
+        let os = serde_json::to_value(self.os.stats).expect("serialises");
+        for (k, v) in os.as_object().expect("struct") {
+            put(format!("os.{k}"), v.as_u64().expect("u64 counter"));
+        }
+        m
+    }
+
+    fn hit_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.caches.levels.iter().map(|c| c.name.clone()).collect();
+        v.push("DRAM".into());
+        v
+    }
+
+    fn tlb_stats(&self, i: usize) -> StructStats {
+        let t = &self.tlbs[i];
+        // Every TLB of a level is probed on each lookup of that level for the roles it serves.
+        let mut accesses = 0;
+        for r in 0..2 {
+            for (l, v) in self.route[r].iter().enumerate() {
+                if v.contains(&i) {
+                    accesses += self.lookups[r][l];
+                }
+            }
+        }
+        StructStats {
+            accesses,
+            hits: t.hits,
+            misses: accesses - t.hits,
+            fills: t.fills,
+            evictions: t.evictions,
+            invalidations: t.invalidations,
+        }
+    }
+
+    /// Derived metrics: MPKI per level, H/M/C, the additive time estimate.
+    pub fn derived(&self, c: &BTreeMap<String, u64>) -> BTreeMap<String, f64> {
+        let mut d = BTreeMap::new();
+        let instr = self.instructions as f64;
+        let per_k = |x: u64| {
+            if instr > 0.0 {
+                x as f64 * 1000.0 / instr
+            } else {
+                0.0
+            }
+        };
+        let nlev = self.route[0].len().max(self.route[1].len());
+        let mut stlb_cycles = 0u64;
+        let mut h = 0u64;
+        for l in 0..nlev {
+            let (mut n, mut hit) = (0, 0);
+            for r in 0..2 {
+                if l < self.lookups[r].len() {
+                    n += self.lookups[r][l];
+                    hit += self.level_hits[r][l];
+                }
+            }
+            d.insert(format!("tlb_level{}.mpki", l + 1), per_k(n - hit));
+            d.insert(format!("tlb_level{}.hit_rate", l + 1), if n > 0 { hit as f64 / n as f64 } else { 0.0 });
+            if l >= 1 {
+                h += hit;
+                stlb_cycles += hit * self.level_latency[l];
+            }
+        }
+        let walks = c["walker.walks"];
+        let cyc = c["walker.cycles"];
+        d.insert("H".into(), h as f64);
+        d.insert("M".into(), walks as f64);
+        d.insert("C".into(), cyc as f64);
+        d.insert("walks_pki".into(), per_k(walks));
+        d.insert("loads_per_walk".into(), if walks > 0 { c["walker.loads"] as f64 / walks as f64 } else { 0.0 });
+        d.insert("cycles_per_walk".into(), if walks > 0 { cyc as f64 / walks as f64 } else { 0.0 });
+        let base = instr * self.cfg.sim.base_cpi;
+        let xlat = (stlb_cycles + cyc) as f64;
+        let total = base + xlat;
+        d.insert("time.base_cycles".into(), base);
+        d.insert("time.stlb_hit_cycles".into(), stlb_cycles as f64);
+        d.insert("time.walk_cycles".into(), cyc as f64);
+        d.insert("time.total_cycles".into(), total);
+        d.insert("time.translation_fraction".into(), if total > 0.0 { xlat / total } else { 0.0 });
+        d
+    }
+
+    /// Check the invariants that hold after every run; returns the first violated one.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        for r in 0..2 {
+            let n = self.lookups[r].len();
+            for l in 0..n {
+                if self.level_hits[r][l] > self.lookups[r][l] {
+                    return Err(format!("level {} role {r}: hits exceed lookups", l + 1));
+                }
+                if l + 1 < n && self.lookups[r][l + 1] != self.lookups[r][l] - self.level_hits[r][l] {
+                    return Err(format!("level {} lookups != level {} misses", l + 2, l + 1));
+                }
+            }
+        }
+        let last_misses: u64 = (0..2)
+            .filter(|&r| !self.lookups[r].is_empty())
+            .map(|r| {
+                let l = self.lookups[r].len() - 1;
+                self.lookups[r][l] - self.level_hits[r][l]
+            })
+            .sum();
+        if last_misses != self.ws.walks {
+            return Err(format!("walks {} != last-level misses {last_misses}", self.ws.walks));
+        }
+        if self.ws.loads > self.ws.walks * self.os.levels() as u64 {
+            return Err("more walk loads than walks x levels".into());
+        }
+        let min_loads = self.ws.walks_by_size[0] + self.ws.walks_by_size[1] + self.ws.walks_by_size[2];
+        if self.ws.loads < min_loads {
+            return Err("a walk issued no load".into());
+        }
+        for i in 0..self.tlbs.len() {
+            let s = self.tlb_stats(i);
+            if s.hits + s.misses != s.accesses {
+                return Err(format!("tlb {}: hits + misses != accesses", self.tlbs[i].name));
+            }
+        }
+        if self.accesses != self.by_kind.iter().sum::<u64>() {
+            return Err("accesses != loads + stores + ifetches".into());
+        }
+        Ok(())
+    }
+
+    /// The result of the run so far.
+    pub fn result(&self, trace: &str) -> SimResult {
+        let counters = self.counters();
+        let derived = self.derived(&counters);
+        let series = (!self.series.is_empty()).then(|| {
+            let (unit, every) = if self.cfg.sim.interval_accesses > 0 {
+                ("accesses", self.cfg.sim.interval_accesses)
+            } else {
+                ("instructions", self.cfg.sim.interval_instructions)
+            };
+            Series {
+                unit: unit.into(),
+                every,
+                columns: counters.keys().cloned().collect(),
+                rows: self.series.iter().map(|s| s.2.clone()).collect(),
+            }
+        });
+        SimResult {
+            schema: SCHEMA.into(),
+            schema_version: SCHEMA_VERSION,
+            xlat_version: env!("CARGO_PKG_VERSION").into(),
+            trace: trace.into(),
+            config_name: self.cfg.name.clone(),
+            config_hash: self.cfg.hash_hex(),
+            policy: self.os.policy_name().into(),
+            counters,
+            derived,
+            fragmentation: serde_json::to_value(self.os.fragmentation()).expect("serialises"),
+            series,
+            config: self.cfg.to_json(),
+        }
+    }
+}
+
+fn struct_fields(s: &StructStats) -> [(&'static str, u64); 6] {
+    [
+        ("accesses", s.accesses),
+        ("hits", s.hits),
+        ("misses", s.misses),
+        ("fills", s.fills),
+        ("evictions", s.evictions),
+        ("invalidations", s.invalidations),
+    ]
+}
+
+pub const SCHEMA: &str = "xlat-sim-result";
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Counters sampled during the run (cumulative values, one row per sample).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Series {
+    pub unit: String,
+    pub every: u64,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<u64>>,
+}
+
+/// What one simulation produces (`docs/simulator.md` documents every field).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SimResult {
+    pub schema: String,
+    pub schema_version: u32,
+    pub xlat_version: String,
+    pub trace: String,
+    pub config_name: String,
+    pub config_hash: String,
+    pub policy: String,
+    pub counters: BTreeMap<String, u64>,
+    pub derived: BTreeMap<String, f64>,
+    pub fragmentation: serde_json::Value,
+    pub series: Option<Series>,
+    pub config: serde_json::Value,
+}
+
+impl SimResult {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("result serialises")
+    }
+}
+
+/// Run `src` through a simulator of `cfg`; `on_batch` is called after each batch (progress).
+pub fn simulate(
+    src: &mut dyn EventSource,
+    trace: &str,
+    cfg: &Config,
+    mut on_batch: impl FnMut(&dyn EventSource),
+) -> Result<SimResult, Error> {
+    let mut sim = Simulator::new(cfg)?;
+    let mut b = Batch::default();
+    while src.next_batch(&mut b)? {
+        sim.batch(&b)?;
+        on_batch(src);
+    }
+    if let Err(e) = sim.check_invariants() {
+        panic!("simulator invariant violated: {e}");
+    }
+    Ok(sim.result(trace))
+}
+
+/// Open `trace`, decoding on a thread of its own if `pipeline` (see [`crate::pipeline`]).
+pub fn open_source(trace: &str, pipeline: bool) -> Result<Box<dyn EventSource>, Error> {
+    let src = xlat_trace::source::open(trace)?;
+    Ok(if pipeline { Box::new(crate::pipeline::pipelined(src, 4)) } else { src })
+}
+
+/// Simulate `trace` (a path or workload spec) under each configuration, on up to `threads`
+/// threads; results in configuration order, identical for any thread count. When there are at
+/// least twice as many threads as configurations, each simulation also gets a decoding thread.
+pub fn simulate_many(trace: &str, cfgs: &[Config], threads: usize) -> Vec<Result<SimResult, Error>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let out: Vec<Mutex<Option<Result<SimResult, Error>>>> = cfgs.iter().map(|_| Mutex::new(None)).collect();
+    let pipeline = threads >= 2 * cfgs.len().max(1);
+    let threads = threads.clamp(1, cfgs.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= cfgs.len() {
+                    break;
+                }
+                let r =
+                    open_source(trace, pipeline).and_then(|mut src| simulate(src.as_mut(), trace, &cfgs[i], |_| {}));
+                *out[i].lock().expect("no poisoning") = Some(r);
+            });
+        }
+    });
+    out.into_iter().map(|m| m.into_inner().expect("no poisoning").expect("every config ran")).collect()
+}

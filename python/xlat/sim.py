@@ -1,0 +1,184 @@
+"""The address-translation simulator from Python.
+
+Run a trace or workload through a CPU preset (or a configuration file), optionally with
+``--set``-style overrides and a mosaic layout, and get a :class:`SimResult`::
+
+    >>> import xlat.sim as sim
+    >>> r = sim.simulate("workload:gups?size=1GiB&accesses=20000", cpu="skylake", set=["os.policy=thp"])
+    >>> r.counters["accesses"]
+    20000
+    >>> r.counters["walker.walks"] <= r.counters["tlb_level1.data.misses"]
+    True
+    >>> row = r.to_pandas()  # one row: every counter and derived metric
+
+Several configurations over one trace run in parallel on all cores (results in the given order,
+identical whatever the thread count)::
+
+    >>> rs = sim.simulate_many("workload:gups?size=1GiB&accesses=20000",
+    ...                        [sim.Run(cpu="skylake"), sim.Run(cpu="skylake", set=["os.policy=thp"])])
+    >>> [r.policy for r in rs]
+    ['4k', 'thp-always']
+
+The result's JSON schema is documented in ``docs/simulator.md``; configurations in
+``docs/config.md``; presets in ``docs/presets.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from xlat import _native
+from xlat._native import ConfigError, SimulationError
+
+__all__ = [
+    "ConfigError",
+    "Run",
+    "SimResult",
+    "SimResults",
+    "SimulationError",
+    "preset",
+    "presets",
+    "simulate",
+    "simulate_many",
+]
+
+
+def presets() -> list[str]:
+    """Names of the built-in CPU presets (``configs/cpus/*.toml``)."""
+    return list(_native.presets())
+
+
+def preset(name: str) -> str:
+    """The TOML text of a CPU preset."""
+    return _native.preset(name)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One configuration: a preset (``cpu``) or a TOML file (``config``), ``--set``-style
+    overrides, and optionally a mosaic layout file (which selects the mosaic policy)."""
+
+    cpu: str | None = None
+    config: str | None = None
+    set: Sequence[str] = field(default_factory=tuple)
+    layout: str | None = None
+
+    def _native_args(self) -> tuple[str, str, list[str], tuple[str, str] | None]:
+        if (self.cpu is None) == (self.config is None):
+            raise ConfigError("give exactly one of cpu= (a preset name) and config= (a TOML file).")
+        if self.cpu is not None:
+            what, text = self.cpu, preset(self.cpu)
+        else:
+            what = str(self.config)
+            with open(what, encoding="utf-8") as f:
+                text = f.read()
+        lay = None
+        if self.layout is not None:
+            with open(self.layout, encoding="utf-8") as f:
+                lay = (os.path.basename(str(self.layout)), f.read())
+        sets = [self.set] if isinstance(self.set, str) else list(self.set)
+        return what, text, sets, lay
+
+
+class SimResult:
+    """The result of one simulation: ``counters`` (flat ints named as a tree, e.g.
+    ``tlb.stlb.misses``), ``derived`` (MPKI, H/M/C, time estimate), the effective ``config``,
+    ``config_hash``, and ``series`` (counters sampled per interval, cumulative) if requested."""
+
+    def __init__(self, data: dict[str, Any]):
+        self.data = data
+        self.counters: dict[str, int] = data["counters"]
+        self.derived: dict[str, float] = data["derived"]
+        self.config: dict[str, Any] = data["config"]
+        self.config_name: str = data["config_name"]
+        self.config_hash: str = data["config_hash"]
+        self.policy: str = data["policy"]
+        self.trace: str = data["trace"]
+
+    @property
+    def label(self) -> str:
+        """``config_name/policy`` plus the layout name for mosaic runs."""
+        lay = (self.config.get("layout") or {}).get("name")
+        return f"{self.config_name}/{self.policy}" + (f":{lay}" if lay else "")
+
+    def __repr__(self) -> str:
+        c = self.counters
+        return (
+            f"SimResult({self.label}, accesses={c['accesses']}, walks={c['walker.walks']}, "
+            f"hash={self.config_hash})"
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.data, indent=2, sort_keys=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Counters and derived metrics in one flat dict (plus identification)."""
+        row: dict[str, Any] = {
+            "config": self.config_name,
+            "policy": self.policy,
+            "config_hash": self.config_hash,
+        }
+        row.update(self.counters)
+        row.update({f"derived.{k}": v for k, v in self.derived.items()})
+        return row
+
+    def to_pandas(self):
+        """One-row DataFrame of every counter and derived metric, indexed by ``label``."""
+        import pandas as pd
+
+        return pd.DataFrame([self.to_dict()], index=[self.label])
+
+    def series_to_pandas(self):
+        """The sampled counters (one row per interval, cumulative; ``.diff()`` for per-interval
+        values), or None if no interval was requested."""
+        import pandas as pd
+
+        s = self.data.get("series")
+        if not s:
+            return None
+        return pd.DataFrame(s["rows"], columns=s["columns"])
+
+
+class SimResults(list):
+    """Results of several configurations over one trace, in the order given."""
+
+    def to_pandas(self):
+        import pandas as pd
+
+        return pd.concat([r.to_pandas() for r in self]) if self else pd.DataFrame()
+
+
+def simulate_many(
+    trace: str, runs: Iterable[Run], threads: int | None = None, progress: bool = False
+) -> SimResults:
+    """Simulate ``trace`` (a trace file, text trace or ``workload:`` spec) under every run, in
+    parallel on up to ``threads`` threads (default: all cores). The GIL is released."""
+    runs = list(runs)
+    if not runs:
+        raise ConfigError("no configuration to simulate.")
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads must be >= 1, not {threads}")
+    args = [r._native_args() for r in runs]
+    out = _native.simulate(str(trace), args, threads, progress)
+    return SimResults(SimResult(json.loads(s)) for s in out)
+
+
+def simulate(
+    trace: str,
+    cpu: str | None = None,
+    config: str | None = None,
+    set: Sequence[str] = (),
+    layout: str | None = None,
+    progress: bool = False,
+) -> SimResult:
+    """Simulate ``trace`` under one configuration; see :class:`Run` for the arguments.
+    Without ``cpu`` or ``config`` the Skylake preset is used."""
+    if cpu is None and config is None:
+        cpu = "skylake"
+    return simulate_many(
+        trace, [Run(cpu=cpu, config=config, set=tuple(set), layout=layout)], progress=progress
+    )[0]

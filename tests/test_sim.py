@@ -1,0 +1,110 @@
+"""The simulator from Python and the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import xlat.sim as sim
+from xlat.cli import main
+
+GUPS = "workload:gups?size=1GiB&accesses=30000&seed=2"
+
+
+def test_simulate_returns_counters_and_a_dataframe():
+    r = sim.simulate(GUPS, cpu="skylake")
+    c = r.counters
+    assert c["accesses"] == 30000
+    assert c["loads"] == c["stores"] == 15000
+    # Every L1 miss either hits the STLB or walks.
+    assert c["tlb_level1.data.misses"] == c["tlb_level2.data.lookups"]
+    assert c["tlb_level2.data.misses"] == c["walker.walks"]
+    assert r.derived["M"] == c["walker.walks"]
+    df = r.to_pandas()
+    assert df.shape[0] == 1
+    assert df.loc["skylake/4k", "walker.walks"] == c["walker.walks"]
+    assert r.data["schema"] == "xlat-sim-result" and r.data["schema_version"] == 1
+
+
+def test_several_configurations_in_order_and_deterministic():
+    runs = [sim.Run(cpu="skylake"), sim.Run(cpu="skylake", set=["os.policy=thp"]), sim.Run(cpu="haswell")]
+    a = sim.simulate_many(GUPS, runs, threads=1)
+    b = sim.simulate_many(GUPS, runs, threads=2)
+    assert [r.to_json() for r in a] == [r.to_json() for r in b]
+    assert [r.label for r in a] == ["skylake/4k", "skylake/thp-always", "haswell/4k"]
+    assert a[1].counters["walker.walks"] < a[0].counters["walker.walks"]
+    assert list(a.to_pandas().index) == [r.label for r in a]
+
+
+def test_time_series_is_sampled():
+    r = sim.simulate(GUPS, cpu="skylake", set=["sim.interval_accesses=10000"])
+    s = r.series_to_pandas()
+    assert list(s["accesses"]) == [10000, 20000, 30000]
+    assert s["walker.walks"].is_monotonic_increasing
+
+
+def test_mosaic_layout(tmp_path):
+    lay = tmp_path / "l.toml"
+    lay.write_text(
+        'version = 1\nname = "all-2MB"\n[anon]\nsize = "2GiB"\n'
+        'windows = [ { offset = "0", length = "2GiB", page = "2MB" } ]\n'
+    )
+    r = sim.simulate(GUPS, cpu="skylake", layout=str(lay))
+    assert r.policy == "mosaic" and r.label == "skylake/mosaic:all-2MB"
+    assert r.counters["os.faults_2m"] > 0
+    assert r.counters["walker.walks_4k"] <= 2  # the heap's first page at most
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--cpu", "pentium"], "there is no CPU preset named 'pentium'"),
+        (["--set", "tlb.stlb.ways=7"], "ways = 7 does not divide entries = 1536"),
+        (["--set", 'tlb.stlb.page_sizes=["4KB", "16KB"]'], "tlb[3].page_sizes[1]"),
+        (["--set", "memory.size=-1"], "negative"),
+        (["--set", "os.colour=blue"], "unknown field `colour`"),
+        (["--policies", "huge"], "--policies takes 4k and thp"),
+    ],
+)
+def test_bad_configurations_are_one_sentence(capsys, argv, needle):
+    assert main(["sim", "--no-progress", *argv, GUPS]) == 1
+    err = capsys.readouterr().err
+    assert needle in err
+    assert err.count("\n") == 1 and err.startswith("xlat: error: ")
+
+
+def test_bad_layout_is_one_sentence(tmp_path, capsys):
+    lay = tmp_path / "bad.toml"
+    lay.write_text(
+        'version = 1\n[heap]\nsize = "4GiB"\n'
+        'windows = [ { offset = "1MiB", length = "2MiB", page = "2MB" } ]\n'
+    )
+    assert main(["sim", "--no-progress", "--layout", str(lay), GUPS]) == 1
+    err = capsys.readouterr().err
+    assert "pool 'heap' window 0: offset 1048576 is not a multiple of the 2MB page size" in err
+
+
+def test_cli_writes_json_and_csv(tmp_path, capsys):
+    out, csv = tmp_path / "r.json", tmp_path / "r.csv"
+    rc = main(
+        [
+            "sim",
+            "--no-progress",
+            "--cpu",
+            "zen4",
+            "--policies",
+            "4k,thp",
+            GUPS,
+            "--json",
+            str(out),
+            "--csv",
+            str(csv),
+        ]
+    )
+    assert rc == 0
+    table = capsys.readouterr().out
+    assert "zen4/4k" in table and "walks (M)" in table
+    doc = json.loads(out.read_text())
+    assert [r["policy"] for r in doc["results"]] == ["4k", "thp-always"]
+    lines = csv.read_text().splitlines()
+    assert len(lines) == 3 and lines[0].startswith("config,policy,config_hash,")
