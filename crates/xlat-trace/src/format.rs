@@ -426,21 +426,22 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
                     let fresh = *side_col.get(p).ok_or_else(|| bad("side-event"))?;
                     p += 1;
                     let known = threads.iter().position(|t| t.tid == tid);
-                    let c =
-                        match (fresh, known) {
-                            (0, Some(c)) => c,
-                            (1, None) => {
-                                let addr = varint::get(side_col, &mut p)
-                                    .ok_or_else(|| bad("side-event"))?;
-                                let icount = varint::get(side_col, &mut p)
-                                    .ok_or_else(|| bad("side-event"))?;
-                                threads.push(ThreadState { tid, addr, icount });
-                                threads.len() - 1
-                            }
-                            _ => return Err(format!(
+                    let c = match (fresh, known) {
+                        (0, Some(c)) => c,
+                        (1, None) => {
+                            let addr =
+                                varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))?;
+                            let icount =
+                                varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))?;
+                            threads.push(ThreadState { tid, addr, icount });
+                            threads.len() - 1
+                        }
+                        _ => {
+                            return Err(format!(
                                 "thread record for thread {tid} disagrees with the threads seen"
-                            )),
-                        };
+                            ))
+                        }
+                    };
                     cur = Some(c);
                     st = threads[c];
                 }
