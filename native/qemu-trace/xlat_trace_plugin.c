@@ -355,18 +355,12 @@ static inline void put(struct tstate *t, uint64_t addr, uint64_t meta)
     }
 }
 
-static void mem_load(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *ud)
+static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *ud)
 {
     struct tstate *t = me;
     uint64_t size = 1u << qemu_plugin_mem_size_shift(info);
-    put(t, vaddr, ((t->tb_base + (uintptr_t)ud) << 8) | ((size - 1) << 2) | KIND_LOAD);
-}
-
-static void mem_store(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *ud)
-{
-    struct tstate *t = me;
-    uint64_t size = 1u << qemu_plugin_mem_size_shift(info);
-    put(t, vaddr, ((t->tb_base + (uintptr_t)ud) << 8) | ((size - 1) << 2) | KIND_STORE);
+    uint64_t kind = qemu_plugin_mem_is_store(info) ? KIND_STORE : KIND_LOAD;
+    put(t, vaddr, ((t->tb_base + (uintptr_t)ud) << 8) | ((size - 1) << 2) | kind);
 }
 
 struct insn_desc {
@@ -407,11 +401,10 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_fetch, QEMU_PLUGIN_CB_NO_REGS,
                                                    &descs[i]);
         }
-        /* Two callbacks filtered by direction, so neither has to ask whether it saw a store. */
-        qemu_plugin_register_vcpu_mem_cb(insn, mem_load, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_R,
-                                         (void *)(uintptr_t)(i + 1));
-        qemu_plugin_register_vcpu_mem_cb(insn, mem_store, QEMU_PLUGIN_CB_NO_REGS,
-                                         QEMU_PLUGIN_MEM_W, (void *)(uintptr_t)(i + 1));
+        /* One callback for both directions: QEMU 7.2 calls a callback registered for
+         * QEMU_PLUGIN_MEM_R on stores too, so the direction must come from the meminfo. */
+        qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS,
+                                         QEMU_PLUGIN_MEM_RW, (void *)(uintptr_t)(i + 1));
     }
 }
 
