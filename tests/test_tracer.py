@@ -14,11 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import xlat
 
-pytestmark = pytest.mark.skipif(shutil.which("qemu-x86_64") is None or shutil.which("gcc") is None,
-                                reason="needs qemu-x86_64 (apt-get install qemu-user) and gcc")
+pytestmark = pytest.mark.skipif(
+    shutil.which("qemu-x86_64") is None or shutil.which("gcc") is None,
+    reason="needs qemu-x86_64 (apt-get install qemu-user) and gcc",
+)
 
 XLAT = [sys.executable, "-m", "xlat"]
 PAGE = 4096
@@ -109,8 +110,9 @@ def build(tmp: Path, name: str, src: str, *flags: str) -> Path:
 
 
 def xlat_trace(out: Path, argv: list[str], *opts: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*XLAT, "trace", "--no-progress", *opts, "-o", str(out), "--", *argv],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [*XLAT, "trace", "--no-progress", *opts, "-o", str(out), "--", *argv], capture_output=True, text=True
+    )
 
 
 def accesses(path: Path) -> dict:
@@ -132,8 +134,11 @@ def strace_events(tmp: Path, exe: Path) -> list[tuple]:
     """mmap/munmap/brk of a native run, normalised: (name, length, prot) for mmap, (name,
     length) for munmap, (name, arg - first brk result) for brk."""
     log = tmp / "strace.log"
-    subprocess.run(["strace", "-f", "-o", str(log), "-e", "trace=mmap,munmap,brk", str(exe)],
-                   check=False, capture_output=True)
+    subprocess.run(
+        ["strace", "-f", "-o", str(log), "-e", "trace=mmap,munmap,brk", str(exe)],
+        check=False,
+        capture_output=True,
+    )
     out, brk0 = [], None
     for line in log.read_text().splitlines():
         m = re.match(r"\d+\s+(mmap|munmap|brk)\((.*)\)\s+=\s+(\S+)", line)
@@ -306,8 +311,12 @@ def test_clear_errors(tmp_path: Path) -> None:
 
     # Without qemu-x86_64 on PATH the error says how to install it.
     env = dict(os.environ, PATH=str(Path(sys.executable).parent))
-    r = subprocess.run([*XLAT, "trace", "-o", str(tmp_path / "x.xlat"), "--", "/bin/true"],
-                       capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [*XLAT, "trace", "-o", str(tmp_path / "x.xlat"), "--", "/bin/true"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert r.returncode == 1
     assert "qemu-x86_64 is not installed" in r.stderr and "apt-get install qemu-user" in r.stderr
     assert "Traceback" not in r.stderr
@@ -316,8 +325,13 @@ def test_clear_errors(tmp_path: Path) -> None:
 def test_disk_full(tmp_path: Path) -> None:
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a small tmpfs here (needs root) to fill a disk")
     try:
         r = xlat_trace(mnt / "big.xlat", ["/bin/ls", "-lR", "/usr/lib"], "--max", "20000000")
@@ -330,8 +344,11 @@ def test_disk_full(tmp_path: Path) -> None:
 
 def test_json_summary_and_provenance(tmp_path: Path) -> None:
     out = tmp_path / "true.xlat"
-    r = subprocess.run([*XLAT, "trace", "--no-progress", "--json", "--max", "500", "-o", str(out), "--", "true"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [*XLAT, "trace", "--no-progress", "--json", "--max", "500", "-o", str(out), "--", "true"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
     assert s["processes"][0]["path"] == str(out)

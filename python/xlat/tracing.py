@@ -182,7 +182,11 @@ def trace(
             "ifetch": ifetch,
             "zstd_level": level,
             "qemu_args": list(qemu_args),
-            "host": {"kernel": platform.release(), "machine": platform.machine(), "python": platform.python_version()},
+            "host": {
+                "kernel": platform.release(),
+                "machine": platform.machine(),
+                "python": platform.python_version(),
+            },
         },
     }
     try:
@@ -212,8 +216,9 @@ def trace(
     return summary
 
 
-def import_trace(kind: str, path: str, out: str, *, ifetch: bool = False, level: int = 3,
-                 progress: bool = False) -> dict[str, Any]:
+def import_trace(
+    kind: str, path: str, out: str, *, ifetch: bool = False, level: int = 3, progress: bool = False
+) -> dict[str, Any]:
     """Convert a foreign trace (``kind`` ``lackey`` or ``champsim``) at ``path`` to ``out``."""
     from xlat.trace import convert
 
@@ -251,8 +256,16 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if argv and argv[0] == "--":
         argv = argv[1:]
     try:
-        r = trace(argv, args.output, skip=args.skip, max_accesses=args.max, ifetch=args.ifetch,
-                  level=args.level, progress=_progress(args), qemu_args=args.qemu_arg)
+        r = trace(
+            argv,
+            args.output,
+            skip=args.skip,
+            max_accesses=args.max,
+            ifetch=args.ifetch,
+            level=args.level,
+            progress=_progress(args),
+            qemu_args=args.qemu_arg,
+        )
     except TracingError as e:
         raise _cli_error(e) from None
     if args.json:
@@ -264,8 +277,12 @@ def cmd_trace(args: argparse.Namespace) -> int:
         for p in r["processes"]:
             per = p["bytes"] / p["accesses"] if p["accesses"] else float("nan")
             note = " (stopped at --max)" if p["hit_max"] else " (cut short)" if p["truncated"] else ""
-            print(f"wrote {p['path']}: pid {p['pid']}, {p['accesses']:,} accesses, {p['side_events']:,} syscalls, "
-                  f"{p['threads']} thread(s), {_mib(p['bytes'])} ({per:.2f} bytes/access){note}", file=sys.stderr)
+            print(
+                f"wrote {p['path']}: pid {p['pid']}, {p['accesses']:,} accesses, "
+                f"{p['side_events']:,} syscalls, {p['threads']} thread(s), {_mib(p['bytes'])} "
+                f"({per:.2f} bytes/access){note}",
+                file=sys.stderr,
+            )
         print(f"traced in {r['seconds']:.1f} s ({rate:.1f} M accesses/s)", file=sys.stderr)
         if r["stopped_at_max"]:
             print(f"stopped {argv[0]} after {args.max:,} accesses (--max)", file=sys.stderr)
@@ -274,8 +291,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     try:
-        r = import_trace(args.kind, args.input, args.output, ifetch=args.ifetch, level=args.level,
-                         progress=_progress(args))
+        r = import_trace(
+            args.kind, args.input, args.output, ifetch=args.ifetch, level=args.level, progress=_progress(args)
+        )
     except TracingError as e:
         raise _cli_error(e) from None
     per = r["bytes"] / r["accesses"] if r["accesses"] else float("nan")
@@ -285,42 +303,64 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def _add_progress(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--progress", dest="progress", action="store_true", default=None,
-                   help="show progress on stderr (default: when stderr is a terminal)")
+    g.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="show progress on stderr (default: when stderr is a terminal)",
+    )
     g.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
 
 
 def register_cli(sub: Any) -> None:
     """Add ``trace`` and ``import`` to the ``xlat`` subcommands."""
     s = sub.add_parser(
-        "trace", help="run a program under QEMU and record its memory accesses and address-space syscalls",
+        "trace",
+        help="run a program under QEMU and record its memory accesses and address-space syscalls",
         description="Run PROGRAM (resolved through PATH) under qemu-x86_64 with xlat's TCG plugin and write "
-                    "its loads, stores, (optionally) instruction fetches, instruction counts, threads and "
-                    "mmap/munmap/brk/mremap/madvise/shmat/shmdt/exit syscalls to OUT, compressed, streaming. "
-                    "A forked child's trace goes to OUT with .<pid>.xlat in place of .xlat. Exits with the "
-                    "program's status (0 when stopped by --max).",
+        "its loads, stores, (optionally) instruction fetches, instruction counts, threads and "
+        "mmap/munmap/brk/mremap/madvise/shmat/shmdt/exit syscalls to OUT, compressed, streaming. "
+        "A forked child's trace goes to OUT with .<pid>.xlat in place of .xlat. Exits with the "
+        "program's status (0 when stopped by --max).",
         epilog="example: xlat trace --skip 1000000 --max 50000000 -o xz.xlat -- xz -9 -k -f big.txt",
     )
     s.add_argument("-o", "--output", required=True, metavar="OUT", help="trace file to write (.xlat)")
-    s.add_argument("--skip", type=int, default=0, metavar="N_INSNS",
-                   help="instructions the first thread runs before accesses are recorded (default 0)")
-    s.add_argument("--max", type=int, default=None, metavar="N_ACCESSES",
-                   help="stop the program once the trace holds this many accesses")
+    s.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        metavar="N_INSNS",
+        help="instructions the first thread runs before accesses are recorded (default 0)",
+    )
+    s.add_argument(
+        "--max",
+        type=int,
+        default=None,
+        metavar="N_ACCESSES",
+        help="stop the program once the trace holds this many accesses",
+    )
     s.add_argument("--ifetch", action="store_true", help="also record instruction fetches")
     s.add_argument("--level", type=int, default=3, help="zstd level, 1 (fastest) to 19 (smallest); default 3")
-    s.add_argument("--qemu-arg", action="append", default=[], metavar="ARG",
-                   help="pass ARG to qemu-x86_64 before the plugin (repeatable), e.g. --qemu-arg=-strace")
+    s.add_argument(
+        "--qemu-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="pass ARG to qemu-x86_64 before the plugin (repeatable), e.g. --qemu-arg=-strace",
+    )
     s.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     _add_progress(s)
     s.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS")
     s.set_defaults(func=cmd_trace)
 
     s = sub.add_parser(
-        "import", help="convert a Valgrind lackey or ChampSim trace to the xlat format",
+        "import",
+        help="convert a Valgrind lackey or ChampSim trace to the xlat format",
         description="Convert a foreign trace to an xlat trace. lackey: the text of valgrind --tool=lackey "
-                    "--trace-mem=yes (use --log-file); champsim: 64-byte input_instr records, raw, .xz or .gz. "
-                    "Both are also readable directly wherever a trace is accepted, as lackey:PATH or "
-                    "champsim:PATH.",
+        "--trace-mem=yes (use --log-file); champsim: 64-byte input_instr records, raw, .xz or .gz. "
+        "Both are also readable directly wherever a trace is accepted, as lackey:PATH or "
+        "champsim:PATH.",
     )
     s.add_argument("kind", choices=["lackey", "champsim"])
     s.add_argument("input", metavar="INPUT")

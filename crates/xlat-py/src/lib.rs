@@ -478,7 +478,11 @@ fn record_trace(
         });
         let summary = record(&opts, |p| {
             if let Some(b) = &bar {
-                let rate = if p.seconds > 0.0 { p.accesses as f64 / p.seconds / 1e6 } else { 0.0 };
+                let rate = if p.seconds > 0.0 {
+                    p.accesses as f64 / p.seconds / 1e6
+                } else {
+                    0.0
+                };
                 b.set_message(format!(
                     "{:.1} M accesses, {:.1} MiB written, {rate:.1} M accesses/s, {} process(es)",
                     p.accesses as f64 / 1e6,
