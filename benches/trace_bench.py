@@ -85,21 +85,14 @@ def main() -> int:
         native_wall, native_cpu = best(argv)
         qemu_wall, _ = best(["qemu-x86_64", shutil.which(argv[0]) or argv[0], *argv[1:]])
         out = OUT / f"{name.replace(' ', '_')}.xlat"
-        # Not timed(): the summary comes on stdout.
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        r = subprocess.run(
-            [*XLAT, "trace", "--no-progress", "--json", "-o", str(out), "--", *argv],
-            capture_output=True,
-            text=True,
+        summary = OUT / "summary.json"
+        wall, cpu, r = timed(
+            [*XLAT, "trace", "--no-progress", "--json", str(summary), "-o", str(out), "--", *argv]
         )
-        wall = time.perf_counter() - t
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if r.returncode != 0:
             print(f"trace_bench: tracing {name} failed: {r.stderr.strip()}", file=sys.stderr)
             return 1
-        s = json.loads(r.stdout)
+        s = json.loads(summary.read_text())
         p = s["processes"][0]
         acc, size = p["accesses"], p["bytes"]
         row = {

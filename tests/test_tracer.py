@@ -236,9 +236,10 @@ def test_skip_and_max(tmp_path: Path) -> None:
 
     # A program that never ends is stopped at --max, and xlat exits 0.
     forever = tmp_path / "forever.xlat"
-    r = xlat_trace(forever, ["sh", "-c", "while :; do :; done"], "--max", "200000", "--json")
+    summary = tmp_path / "summary.json"
+    r = xlat_trace(forever, ["sh", "-c", "while :; do :; done"], "--max", "200000", "--json", str(summary))
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["stopped_at_max"] is True
+    assert json.loads(summary.read_text())["stopped_at_max"] is True
     assert xlat.trace_info(str(forever))["info"]["accesses"] == 200000
 
     skipped = tmp_path / "skip.xlat"
@@ -343,15 +344,17 @@ def test_disk_full(tmp_path: Path) -> None:
 
 
 def test_json_summary_and_provenance(tmp_path: Path) -> None:
-    out = tmp_path / "true.xlat"
+    out, summary = tmp_path / "echo.xlat", tmp_path / "summary.json"
     r = subprocess.run(
-        [*XLAT, "trace", "--no-progress", "--json", "--max", "500", "-o", str(out), "--", "true"],
+        [*XLAT, "trace", "--no-progress", "--json", str(summary), "-o", str(out), "--", "echo", "hello"],
         capture_output=True,
         text=True,
     )
     assert r.returncode == 0, r.stderr
-    s = json.loads(r.stdout)
-    assert s["processes"][0]["path"] == str(out)
+    assert r.stdout == "hello\n"  # stdout belongs to the traced program
+    s = json.loads(summary.read_text())
+    assert s["processes"][0]["path"] == str(out) and s["status"] == 0
+    assert s["processes"][0]["accesses"] == xlat.trace_info(str(out))["info"]["accesses"] > 0
     h = xlat.open(str(out)).header
-    assert h["command"] == ["true"] and h["metadata"]["program_path"] == shutil.which("true")
-    assert h["metadata"]["max_accesses"] == 500
+    assert h["command"] == ["echo", "hello"] and h["metadata"]["program_path"] == shutil.which("echo")
+    assert h["metadata"]["max_accesses"] is None and h["metadata"]["argv_run"][1:] == ["hello"]

@@ -269,23 +269,24 @@ def cmd_trace(args: argparse.Namespace) -> int:
     except TracingError as e:
         raise _cli_error(e) from None
     if args.json:
-        json.dump(r, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
-    else:
-        total = sum(p["accesses"] for p in r["processes"])
-        rate = total / r["seconds"] / 1e6 if r["seconds"] > 0 else float("nan")
-        for p in r["processes"]:
-            per = p["bytes"] / p["accesses"] if p["accesses"] else float("nan")
-            note = " (stopped at --max)" if p["hit_max"] else " (cut short)" if p["truncated"] else ""
-            print(
-                f"wrote {p['path']}: pid {p['pid']}, {p['accesses']:,} accesses, "
-                f"{p['side_events']:,} syscalls, {p['threads']} thread(s), {_mib(p['bytes'])} "
-                f"({per:.2f} bytes/access){note}",
-                file=sys.stderr,
-            )
-        print(f"traced in {r['seconds']:.1f} s ({rate:.1f} M accesses/s)", file=sys.stderr)
-        if r["stopped_at_max"]:
-            print(f"stopped {argv[0]} after {args.max:,} accesses (--max)", file=sys.stderr)
+        # A file, not stdout: the traced program owns stdout.
+        with open(args.json, "w") as f:
+            json.dump(r, f, indent=2, sort_keys=True)
+            f.write("\n")
+    total = sum(p["accesses"] for p in r["processes"])
+    rate = total / r["seconds"] / 1e6 if r["seconds"] > 0 else float("nan")
+    for p in r["processes"]:
+        per = p["bytes"] / p["accesses"] if p["accesses"] else float("nan")
+        note = " (stopped at --max)" if p["hit_max"] else " (cut short)" if p["truncated"] else ""
+        print(
+            f"wrote {p['path']}: pid {p['pid']}, {p['accesses']:,} accesses, "
+            f"{p['side_events']:,} syscalls, {p['threads']} thread(s), {_mib(p['bytes'])} "
+            f"({per:.2f} bytes/access){note}",
+            file=sys.stderr,
+        )
+    print(f"traced in {r['seconds']:.1f} s ({rate:.1f} M accesses/s)", file=sys.stderr)
+    if r["stopped_at_max"]:
+        print(f"stopped {argv[0]} after {args.max:,} accesses (--max)", file=sys.stderr)
     return 0 if r["stopped_at_max"] else int(r["status"])
 
 
@@ -354,7 +355,7 @@ def register_cli(sub: Any) -> None:
         metavar="ARG",
         help="pass ARG to qemu-x86_64 before the plugin (repeatable), e.g. --qemu-arg=-strace",
     )
-    s.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    s.add_argument("--json", metavar="FILE", help="also write the summary as JSON to FILE")
     _add_progress(s)
     s.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS")
     s.set_defaults(func=cmd_trace)
