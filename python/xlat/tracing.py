@@ -375,3 +375,59 @@ def register_cli(sub: Any) -> None:
     s.add_argument("--level", type=int, default=3, help="zstd level, 1 to 19; default 3")
     _add_progress(s)
     s.set_defaults(func=cmd_import)
+
+    if "workloads" in sub.choices:
+        _extend_workloads(sub.choices["workloads"])
+
+
+def cmd_workloads_real(args: argparse.Namespace) -> int:
+    from xlat import real_workloads as rw
+
+    if args.name is None:
+        if args.output:
+            raise _cli_error(TracingError("give the recipe to trace: xlat workloads real NAME -o OUT"))
+        rs = rw.recipes()
+        if args.json:
+            json.dump([r.__dict__ | {"script": r.script is not None} for r in rs], sys.stdout, indent=2)
+            sys.stdout.write("\n")
+            return 0
+        print(
+            "Real-program recipes: xlat workloads real NAME -o OUT installs what NAME needs and traces it.\n"
+        )
+        for r in rs:
+            needs = ", ".join([*(f"pip {p}" for p in r.pip), *(f"apt {p}" for p in r.apt)]) or "nothing"
+            print(f"{r.name}: {r.help}")
+            print(f"    warm-up skip {r.skip:,} instructions ({r.skip_note})")
+            print(f"    window {r.max_accesses:,} accesses")
+            print(f"    installs {needs}\n")
+        return 0
+    if not args.output:
+        raise _cli_error(TracingError(f"give the output: xlat workloads real {args.name} -o OUT"))
+    try:
+        r = rw.run(args.name, args.output, skip=args.skip, max_accesses=args.max, progress=_progress(args))
+    except TracingError as e:
+        raise _cli_error(e) from None
+    for p in r["processes"]:
+        per = p["bytes"] / p["accesses"] if p["accesses"] else float("nan")
+        print(f"wrote {p['path']}: {p['accesses']:,} accesses, {_mib(p['bytes'])} ({per:.2f} bytes/access)")
+    return 0 if r["stopped_at_max"] else int(r["status"])
+
+
+def _extend_workloads(w: argparse.ArgumentParser) -> None:
+    """Give ``xlat workloads`` an optional ``real [NAME -o OUT]`` while plain ``xlat workloads``
+    keeps listing the synthetic workloads."""
+    w.add_argument("set", nargs="?", choices=["real"], help="real: list the real-program recipes")
+    w.add_argument("name", nargs="?", metavar="NAME", help="with real: the recipe to install and trace")
+    w.add_argument("-o", "--output", metavar="OUT", help="with real NAME: the trace to write")
+    w.add_argument("--skip", type=int, default=None, help="with real NAME: override the warm-up skip")
+    w.add_argument("--max", type=int, default=None, help="with real NAME: override the window (accesses)")
+    synthetic = w.get_default("func")
+
+    def dispatch(args: argparse.Namespace) -> int:
+        if args.set is None:
+            if args.name or args.output:
+                raise _cli_error(TracingError("use xlat workloads real NAME -o OUT to trace a real program"))
+            return synthetic(args)
+        return cmd_workloads_real(args)
+
+    w.set_defaults(func=dispatch)
