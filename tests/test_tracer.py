@@ -358,3 +358,31 @@ def test_json_summary_and_provenance(tmp_path: Path) -> None:
     h = xlat.open(str(out)).header
     assert h["command"] == ["echo", "hello"] and h["metadata"]["program_path"] == shutil.which("echo")
     assert h["metadata"]["max_accesses"] is None and h["metadata"]["argv_run"][1:] == ["hello"]
+
+
+def test_ifetch(tmp_path: Path) -> None:
+    exe = build(tmp_path, "pages", PAGES_C)
+    out = tmp_path / "ifetch.xlat"
+    assert xlat_trace(out, [str(exe)], "--ifetch").returncode == 3
+    acc = accesses(out)
+    fetch = acc["kind"] == 2
+    ic = acc["icount"][fetch].astype(np.int64)
+    assert ic[0] == 1
+    steps = np.diff(ic)
+    # One fetch per executed instruction; a block left early (a fault, a syscall) overcounts by
+    # the instructions it skipped, so a few steps may be larger than 1, never smaller.
+    assert (steps >= 1).all() and (steps == 1).mean() > 0.999
+    assert np.isin(acc["icount"][~fetch], ic).all()  # every data access has its fetch
+    assert ((acc["size"][fetch] >= 1) & (acc["size"][fetch] <= 15)).all()  # x86 instruction lengths
+
+
+def test_workloads_real_listing() -> None:
+    r = subprocess.run([*XLAT, "workloads", "real"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for name in ("numpy-gather", "csgraph-bfs", "ortools-mcf", "dict-lookups", "xz"):
+        assert f"\n{name}: " in r.stdout
+    assert "warm-up skip" in r.stdout
+    plain = subprocess.run([*XLAT, "workloads"], capture_output=True, text=True)
+    assert plain.returncode == 0 and "Synthetic workloads" in plain.stdout  # unchanged
+    bad = subprocess.run([*XLAT, "workloads", "real", "nope", "-o", "x.xlat"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "no real workload named 'nope'" in bad.stderr
