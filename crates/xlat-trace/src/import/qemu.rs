@@ -209,34 +209,40 @@ impl<R: Read> RawStream<R> {
         let mut fix = self.fixes[fi];
         let word = |c: &[u8], i: usize| u64::from_le_bytes(c[i..i + 8].try_into().unwrap());
         let nrec = self.chunk.len() / REC;
-        // Fast path, nearly every chunk: accesses only, counts already in order. Filling each
-        // column with one tight loop is several times faster than pushing access by access.
-        let recs = || self.chunk.chunks_exact(REC);
-        let plain = recs().all(|r| word(r, 8) & 3 != 3);
-        let first = self
-            .chunk
-            .get(8..16)
-            .map(|_| (word(&self.chunk, 8) >> 8) + fix.shift);
-        let ordered = plain
-            && first.is_some_and(|f| f >= fix.last)
-            && recs()
-                .zip(recs().skip(1))
-                .all(|(a, b)| word(a, 8) >> 8 <= word(b, 8) >> 8);
-        if ordered {
-            let shift = fix.shift;
-            batch.addr.extend(recs().map(|r| word(r, 0)));
-            batch
-                .icount
-                .extend(recs().map(|r| (word(r, 8) >> 8) + shift));
-            batch.tid.extend(std::iter::repeat_n(tid, nrec));
-            batch
-                .size
-                .extend(recs().map(|r| ((word(r, 8) >> 2) & 63) as u16 + 1));
-            batch.kind.extend(recs().map(|r| (word(r, 8) & 3) as u8));
-            fix.last = *batch.icount.last().expect("chunks are not empty");
+        // Fast path, nearly every chunk: accesses only, counts in order. One pass into reserved
+        // columns; on a syscall record or a count going backwards, undo and take the slow path.
+        let start = batch.addr.len();
+        batch.addr.reserve(nrec);
+        batch.icount.reserve(nrec);
+        batch.tid.reserve(nrec);
+        batch.size.reserve(nrec);
+        batch.kind.reserve(nrec);
+        let mut last = fix.last;
+        let mut fast = true;
+        for r in self.chunk.chunks_exact(REC) {
+            let meta = word(r, 8);
+            let icount = (meta >> 8) + fix.shift;
+            if meta & 3 == 3 || icount < last {
+                fast = false;
+                break;
+            }
+            last = icount;
+            batch.addr.push(word(r, 0));
+            batch.icount.push(icount);
+            batch.tid.push(tid);
+            batch.size.push(((meta >> 2) & 63) as u16 + 1);
+            batch.kind.push((meta & 3) as u8);
+        }
+        if fast {
+            fix.last = last;
             self.fixes[fi] = fix;
             return Ok(());
         }
+        batch.addr.truncate(start);
+        batch.icount.truncate(start);
+        batch.tid.truncate(start);
+        batch.size.truncate(start);
+        batch.kind.truncate(start);
         let mut i = 0;
         while i < nrec {
             let at = i * REC;
