@@ -174,7 +174,7 @@ RECIPES = [
         "the first MiBs of input fill the dictionary, so the window sees steady-state match finding",
         max_accesses=200_000_000,
         apt=["xz-utils"],
-        argv=["xz", "-9", "-c", "-T1", "{input}"],
+        argv=["xz", "-9", "-T1", "-k", "-f", "{input}"],  # writes {input}.xz next to the input
     ),
 ]
 
