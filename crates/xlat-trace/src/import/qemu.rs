@@ -662,18 +662,41 @@ fn serve(
         let mut w =
             TraceWriter::with_level(BufWriter::with_capacity(1 << 20, file), &header, opts.level)
                 .map_err(io)?;
-        let mut b = Batch::with_capacity(crate::format::MAX_BLOCK_ACCESSES);
+        // Decoding runs on its own thread, one batch ahead of encoding and compression, so the
+        // recorder can use a second core; batches travel back for reuse (bounded memory: three
+        // batches of at most 1M accesses).
+        let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Batch>(1);
+        let (empty_tx, empty_rx) = std::sync::mpsc::sync_channel::<Batch>(3);
+        for _ in 0..2 {
+            let _ = empty_tx.send(Batch::with_capacity(crate::format::MAX_BLOCK_ACCESSES));
+        }
+        let decoder = std::thread::spawn(move || -> Result<bool> {
+            loop {
+                let mut b = empty_rx.recv().unwrap_or_default();
+                if !raw.next_batch(&mut b)? {
+                    return Ok(raw.truncated());
+                }
+                if full_tx.send(b).is_err() {
+                    // The writer stopped (--max): dropping the stream stops the plugin.
+                    return Ok(raw.truncated());
+                }
+            }
+        });
         let mut n = 0u64;
         let mut hit_max = false;
         let mut last_bytes = w.bytes_written();
-        while raw.next_batch(&mut b)? {
+        let mut write_err = None;
+        while let Ok(mut b) = full_rx.recv() {
             if let Some(max) = opts.max {
                 if n + b.len() as u64 >= max {
                     truncate_batch(&mut b, (max - n) as usize);
                     hit_max = true;
                 }
             }
-            w.write_batch(&b).map_err(io)?;
+            if let Err(e) = w.write_batch(&b) {
+                write_err = Some(io(e));
+                break;
+            }
             n += b.len() as u64;
             shared.accesses.fetch_add(b.len() as u64, Ordering::Relaxed);
             let bytes = w.bytes_written();
@@ -685,12 +708,23 @@ fn serve(
                 if root {
                     shared.root_hit_max.store(true, Ordering::SeqCst);
                 }
-                // Dropping the stream makes the plugin's next write fail, which stops it.
                 break;
             }
+            let _ = empty_tx.send(b);
         }
-        let truncated = raw.truncated();
-        drop(raw);
+        drop(full_rx);
+        drop(empty_tx);
+        if write_err.is_some() {
+            // Have the main loop stop the program now: the decoder may be waiting on its stream.
+            shared.failed.store(true, Ordering::SeqCst);
+        }
+        let truncated = decoder
+            .join()
+            .map_err(|_| Error::Import("the stream decoder panicked".into()))?;
+        if let Some(e) = write_err {
+            return Err(e);
+        }
+        let truncated = truncated?;
         let (mut f, footer) = w.finish().map_err(io)?;
         f.flush().map_err(|e| Error::io(&path, e))?;
         Ok(ProcessTrace {
