@@ -386,3 +386,58 @@ def test_workloads_real_listing() -> None:
     assert plain.returncode == 0 and "Synthetic workloads" in plain.stdout  # unchanged
     bad = subprocess.run([*XLAT, "workloads", "real", "nope", "-o", "x.xlat"], capture_output=True, text=True)
     assert bad.returncode == 1 and "no real workload named 'nope'" in bad.stderr
+
+
+ABORT_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+static volatile int a[1000];
+int main(void) {
+    for (int i = 0; i < 1000; i++) a[i] = i;
+    printf("%p\n", (void *)a);
+    fflush(stdout);
+    abort();
+}
+"""
+
+
+def test_program_killed_by_signal(tmp_path: Path) -> None:
+    exe = build(tmp_path, "aborter", ABORT_C)
+    out = tmp_path / "abort.xlat"
+    r = xlat_trace(out, [str(exe)])
+    assert r.returncode == 128 + 6, r.stderr  # SIGABRT, as a shell reports it
+    base = int(r.stdout.split()[0], 16)
+    acc = accesses(out)
+    sel = in_range(acc, base, base + 4000)
+    assert acc["addr"][sel].tolist() == [base + 4 * i for i in range(1000)]
+
+
+def test_plugin_file_mode_matches_recorder(tmp_path: Path) -> None:
+    """The plugin's out=PATH mode (read back as qemu-raw:PATH) and the recorder see the same
+    events; a forked child writes PATH.<pid>."""
+    from xlat.tracing import find_plugin
+
+    exe = build(tmp_path, "forker", FORK_C)
+    raw = tmp_path / "run.raw"
+    r = subprocess.run(
+        ["qemu-x86_64", "-plugin", f"{find_plugin()},out={raw}", "--", str(exe)],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    _, child, base = r.stdout.split()
+    base = int(base, 16)
+    a = xlat.read_accesses(f"qemu-raw:{raw}")
+    kid = xlat.read_accesses(f"qemu-raw:{raw}.{child}")
+    out = tmp_path / "rec.xlat"
+    r2 = xlat_trace(out, [str(exe)])
+    assert r2.returncode == 0, r2.stderr
+    _, child2, base2 = r2.stdout.split()
+    b = accesses(out)
+    kid2 = accesses(tmp_path / f"rec.{child2}.xlat")
+    # Same program, same QEMU: the same accesses relative to the mapping, in the same order.
+    for x, y, bx, by in [(a, b, base, int(base2, 16)), (kid, kid2, base, int(base2, 16))]:
+        assert len(x["addr"]) == len(y["addr"])
+        assert (x["kind"] == y["kind"]).all() and (x["size"] == y["size"]).all()
+        sx, sy = in_range(x, bx, bx + 8 * PAGE), in_range(y, by, by + 8 * PAGE)
+        assert (x["addr"][sx] - bx).tolist() == (y["addr"][sy] - by).tolist()

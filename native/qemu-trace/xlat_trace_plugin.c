@@ -414,7 +414,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 enum {
     NR_mmap = 9, NR_munmap = 11, NR_brk = 12, NR_mremap = 25, NR_madvise = 28, NR_shmat = 30,
     NR_clone = 56, NR_fork = 57, NR_vfork = 58, NR_exit = 60, NR_shmdt = 67, NR_exit_group = 231,
-    NR_clone3 = 435,
+    NR_clone3 = 435, NR_kill = 62, NR_rt_sigqueueinfo = 129, NR_tkill = 200, NR_tgkill = 234,
+    NR_rt_tgsigqueueinfo = 297,
 };
 
 static void emit_side(struct tstate *t, int kind, const uint64_t args[6], int64_t ret)
@@ -460,6 +461,13 @@ static void on_syscall(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint
         flush(t);
         break;
     }
+    case NR_kill: case NR_tkill: case NR_tgkill: case NR_rt_sigqueueinfo:
+    case NR_rt_tgsigqueueinfo:
+        /* QEMU 7.2 does not run the atexit callback when a signal kills the program (abort(),
+         * raise()), so write this thread's records before a signal that may be fatal. */
+        t->pending_nr = -1;
+        flush(t);
+        break;
     default:
         t->pending_nr = -1;
     }
