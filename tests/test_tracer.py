@@ -17,8 +17,8 @@ import pytest
 import xlat
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("qemu-x86_64") is None or shutil.which("gcc") is None,
-    reason="needs qemu-x86_64 (apt-get install qemu-user) and gcc",
+    any(shutil.which(t) is None for t in ("qemu-x86_64", "gcc", "strace")),
+    reason="needs qemu-x86_64 (apt-get install qemu-user), gcc and strace (scripts/setup.sh installs them)",
 )
 
 XLAT = [sys.executable, "-m", "xlat"]
