@@ -144,6 +144,10 @@ impl BlockEncoder {
         };
         let mut si = 0;
         let mut tix = 0; // index of the current thread in `totals`
+                         // The current thread's totals since it became current, kept in registers rather than
+                         // updated in `totals` per access; counts are non-decreasing, so the last is the largest.
+        let mut run_acc = 0u64;
+        let mut run_ins = 0u64;
         for i in range.clone() {
             let rel = (i - base) as u32;
             while si < side.len() && side[si].pos <= rel {
@@ -154,6 +158,7 @@ impl BlockEncoder {
             if cur.is_none() || st.tid != tid {
                 if let Some(c) = cur {
                     self.threads[c] = st;
+                    flush_totals(&mut totals[tix], &mut run_acc, run_ins);
                 }
                 self.side.push(SIDE_THREAD);
                 varint::put(&mut self.side, rel as u64);
@@ -226,9 +231,11 @@ impl BlockEncoder {
             self.addr.truncate(end);
             st.addr = a;
             st.icount = icount;
-            let t = &mut totals[tix];
-            t.accesses += 1;
-            t.instructions = t.instructions.max(icount);
+            run_acc += 1;
+            run_ins = icount;
+        }
+        if cur.is_some() {
+            flush_totals(&mut totals[tix], &mut run_acc, run_ins);
         }
         for s in &side[si..] {
             if s.pos as usize > n {
@@ -268,6 +275,14 @@ impl BlockEncoder {
         out.extend_from_slice(&self.side);
         out.extend_from_slice(&[0u8; PAD]);
         Ok(())
+    }
+}
+
+fn flush_totals(t: &mut ThreadTotals, run_acc: &mut u64, run_ins: u64) {
+    if *run_acc > 0 {
+        t.accesses += *run_acc;
+        t.instructions = t.instructions.max(run_ins);
+        *run_acc = 0;
     }
 }
 
