@@ -503,10 +503,12 @@ pub fn record(
     if let Some(a0) = &opts.argv0 {
         cmd.arg("-0").arg(a0);
     }
+    // QEMU's option syntax splits on commas; a literal comma is written twice.
+    let esc = |p: &Path| p.display().to_string().replace(',', ",,");
     cmd.arg("-plugin").arg(format!(
         "{},sock={},skip={},ifetch={}",
-        opts.plugin.display(),
-        sock.display(),
+        esc(&opts.plugin),
+        esc(&sock),
         opts.skip,
         if opts.ifetch { "on" } else { "off" }
     ));
