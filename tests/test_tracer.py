@@ -441,3 +441,16 @@ def test_plugin_file_mode_matches_recorder(tmp_path: Path) -> None:
         assert (x["kind"] == y["kind"]).all() and (x["size"] == y["size"]).all()
         sx, sy = in_range(x, bx, bx + 8 * PAGE), in_range(y, by, by + 8 * PAGE)
         assert (x["addr"][sx] - bx).tolist() == (y["addr"][sy] - by).tolist()
+
+
+def test_script_runs_through_its_interpreter(tmp_path: Path) -> None:
+    script = tmp_path / "hello.sh"
+    script.write_text('#!/bin/sh\necho "hello $1"\nexit 5\n')
+    script.chmod(0o755)
+    out = tmp_path / "sh.xlat"
+    r = xlat_trace(out, [str(script), "world"])
+    assert r.returncode == 5, r.stderr
+    assert r.stdout == "hello world\n"
+    h = xlat.open(str(out)).header
+    assert h["metadata"]["argv_run"] == ["/bin/sh", str(script), "world"]
+    assert xlat.trace_info(str(out))["info"]["accesses"] > 0

@@ -196,7 +196,8 @@ def trace(
             run_argv,
             str(out),
             json.dumps(header),
-            argv0=argv[0] if run_argv[0] == elf else None,
+            # The name as typed, unless a #! line made the interpreter the program.
+            argv0=argv[0] if run_argv[1:] == list(argv[1:]) else None,
             qemu_args=list(qemu_args),
             skip=skip,
             max=max_accesses,
