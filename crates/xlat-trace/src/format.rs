@@ -143,9 +143,10 @@ impl BlockEncoder {
             icount: 0,
         };
         let mut si = 0;
-        let mut tix = 0; // index of the current thread in `totals`
-                         // The current thread's totals since it became current, kept in registers rather than
-                         // updated in `totals` per access; counts are non-decreasing, so the last is the largest.
+        // Index of the current thread in `totals`, and its totals since it became current, kept
+        // in registers rather than updated in `totals` per access (counts are non-decreasing,
+        // so the last is the largest).
+        let mut tix = 0;
         let mut run_acc = 0u64;
         let mut run_ins = 0u64;
         for i in range.clone() {
