@@ -71,7 +71,7 @@ def find_plugin(build: bool = True) -> str:
     root = _repo_root()
     plugin = root / "out" / "native" / "qemu-trace" / PLUGIN_NAME
     src = root / "native" / "qemu-trace"
-    if build and (src / "Makefile").is_file():
+    if build and (src / "Makefile").is_file() and shutil.which("make") is not None:
         # make is a no-op when the plugin is up to date.
         r = subprocess.run(["make", "-s", "-C", str(src)], capture_output=True, text=True)
         if r.returncode != 0:
