@@ -416,6 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
         mosaic = None
     if mosaic is not None:
         mosaic.register_cli(sub)
+    from xlat import tracing  # trace (real programs under QEMU) and import (lackey, ChampSim)
+
+    tracing.register_cli(sub)
     return p
 
 

@@ -351,7 +351,6 @@ fn workloads() -> String {
     serde_json::Value::Array(list).to_string()
 }
 
-
 fn sim_to_py(e: xlat_core::sim::Error) -> PyErr {
     match e {
         xlat_core::sim::Error::Trace(e) => to_py(e),
@@ -427,6 +426,73 @@ fn simulate(
     out.map_err(sim_to_py)
 }
 
+/// Run a program under QEMU with the xlat plugin and write its traces (see
+/// `xlat_trace::import::qemu::record`). `header_json` is the header template. Returns the
+/// summary as JSON. The GIL is released while the program runs; Ctrl-C stops it.
+#[pyfunction]
+#[pyo3(signature = (qemu, plugin, program, out, header_json, argv0=None, qemu_args=Vec::new(), skip=0, max=None, ifetch=false, level=3, progress=false))]
+#[allow(clippy::too_many_arguments)]
+fn record_trace(
+    py: Python<'_>,
+    qemu: &str,
+    plugin: &str,
+    program: Vec<String>,
+    out: &str,
+    header_json: &str,
+    argv0: Option<String>,
+    qemu_args: Vec<String>,
+    skip: u64,
+    max: Option<u64>,
+    ifetch: bool,
+    level: i32,
+    progress: bool,
+) -> PyResult<String> {
+    use xlat_trace::import::qemu::{record, RecordOptions};
+    let header: xlat_trace::Header =
+        serde_json::from_str(header_json).map_err(|e| EventError::new_err(format!("invalid header template: {e}")))?;
+    let opts = RecordOptions {
+        qemu: qemu.into(),
+        plugin: plugin.into(),
+        program,
+        argv0,
+        qemu_args,
+        out: out.into(),
+        skip,
+        max,
+        ifetch,
+        level,
+        header,
+    };
+    py.allow_threads(move || -> xlat_trace::Result<String> {
+        let bar = progress.then(|| {
+            let b = ProgressBar::new_spinner();
+            b.set_style(
+                ProgressStyle::with_template("{spinner} tracing [{elapsed_precise}] {msg}").expect("valid template"),
+            );
+            b
+        });
+        let summary = record(&opts, |p| {
+            if let Some(b) = &bar {
+                let rate = if p.seconds > 0.0 { p.accesses as f64 / p.seconds / 1e6 } else { 0.0 };
+                b.set_message(format!(
+                    "{:.1} M accesses, {:.1} MiB written, {rate:.1} M accesses/s, {} process(es)",
+                    p.accesses as f64 / 1e6,
+                    p.bytes as f64 / (1 << 20) as f64,
+                    p.processes
+                ));
+                b.tick();
+            }
+            // Ctrl-C: run Python's signal handlers; an exception means stop the program.
+            Python::with_gil(|py| py.check_signals().is_ok())
+        });
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        Ok(serde_json::to_string(&summary?).expect("summary serialises"))
+    })
+    .map_err(to_py)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -446,6 +512,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(record_trace, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

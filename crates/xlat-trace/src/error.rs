@@ -23,6 +23,10 @@ pub enum Error {
     Workload { spec: String, detail: String },
     #[error("invalid event: {0}")]
     InvalidEvent(String),
+    /// Importing or recording failed for a reason stated in one sentence (bad importer option,
+    /// QEMU could not be started, ...).
+    #[error("{0}")]
+    Import(String),
     #[error("{what} line {line}: {detail}")]
     Text { what: String, line: u64, detail: String },
 }

@@ -126,6 +126,7 @@ impl BlockEncoder {
         let mut cur: Option<usize> = None; // index into self.threads
         let mut st = ThreadState { tid: 0, addr: 0, icount: 0 };
         let mut si = 0;
+        let mut tix = 0; // index of the current thread in `totals`
         for i in range.clone() {
             let rel = (i - base) as u32;
             while si < side.len() && side[si].pos <= rel {
@@ -159,6 +160,8 @@ impl BlockEncoder {
                 cur = Some(c);
                 st = self.threads[c];
                 bump_thread(totals, tid);
+                // Found once per thread switch, not once per access.
+                tix = totals.iter().rposition(|t| t.tid == tid).expect("thread registered");
             }
             let kind = batch.kind[i];
             if kind > 2 {
@@ -183,10 +186,14 @@ impl BlockEncoder {
             let zz = varint::zigzag(a.wrapping_sub(st.addr) as i64);
             let len = (64 - zz.leading_zeros()).div_ceil(8) as usize;
             self.alen.push(len as u8);
-            self.addr.extend_from_slice(&zz.to_le_bytes()[..len]);
+            // Append all 8 bytes and drop the unused ones: a fixed-size copy, where a
+            // variable-length slice costs a memcpy call per access.
+            let end = self.addr.len() + len;
+            self.addr.extend_from_slice(&zz.to_le_bytes());
+            self.addr.truncate(end);
             st.addr = a;
             st.icount = icount;
-            let t = totals.iter_mut().rev().find(|t| t.tid == tid).expect("thread registered");
+            let t = &mut totals[tix];
             t.accesses += 1;
             t.instructions = t.instructions.max(icount);
         }

@@ -14,6 +14,7 @@
 pub mod error;
 pub mod event;
 pub mod format;
+pub mod import;
 pub mod info;
 pub mod reader;
 pub mod source;

@@ -50,11 +50,15 @@ impl EventSource for FileSource {
     }
 }
 
-/// Open `spec`: `workload:NAME?k=v&...` for a synthetic workload, a text trace (`.txt`), or
-/// otherwise an xlat trace file.
+/// Open `spec`: `workload:NAME?k=v&...` for a synthetic workload, an imported foreign trace
+/// (`lackey:PATH[?ifetch=1]`, `champsim:PATH` raw/.xz/.gz, `qemu-raw:PATH`; see
+/// [`crate::import`]), a text trace (`.txt`), or otherwise an xlat trace file.
 pub fn open(spec: &str) -> Result<Box<dyn EventSource>> {
     if spec.starts_with("workload:") {
         return Ok(Box::new(crate::workload::open(spec)?));
+    }
+    if let Some(src) = crate::import::open(spec) {
+        return src;
     }
     if crate::text::is_text_path(spec) {
         return Ok(Box::new(crate::text::TextSource::open(spec)?));

@@ -1,0 +1,78 @@
+//! Events from other tools: the xlat QEMU plugin's raw stream (and the recorder that runs a
+//! program under QEMU with it), Valgrind lackey text, and ChampSim binary traces.
+//!
+//! Each importer is an [`EventSource`](crate::EventSource) that streams in bounded memory and
+//! rejects malformed input with an error naming the byte offset. [`crate::source::open`] accepts
+//! them as `lackey:PATH`, `champsim:PATH` and `qemu-raw:PATH`.
+
+pub mod champsim;
+pub mod lackey;
+pub mod qemu;
+
+use crate::error::{Error, Result};
+use crate::event::Batch;
+use crate::source::EventSource;
+use std::io::Read;
+
+/// Accesses per batch an importer hands out (the writer splits larger ones into blocks).
+pub(crate) const BATCH: usize = 1 << 16;
+
+/// Open an importer spec (`lackey:PATH[?ifetch=1]`, `champsim:PATH`, `qemu-raw:PATH`), or `None`
+/// when `spec` names no importer.
+pub fn open(spec: &str) -> Option<Result<Box<dyn EventSource>>> {
+    let (kind, rest) = spec.split_once(':')?;
+    let src: Result<Box<dyn EventSource>> = match kind {
+        "lackey" => {
+            let (path, opts) = split_options(rest);
+            let ifetch = match opts {
+                None => Ok(false),
+                Some("ifetch=1") | Some("ifetch=on") | Some("ifetch=true") => Ok(true),
+                Some("ifetch=0") | Some("ifetch=off") | Some("ifetch=false") => Ok(false),
+                Some(o) => Err(Error::Import(format!("unknown option '{o}' in '{spec}' (lackey knows ifetch=0|1)"))),
+            };
+            ifetch.and_then(|i| lackey::LackeySource::open(path, i).map(|s| Box::new(s) as Box<dyn EventSource>))
+        }
+        "champsim" => champsim::ChampSimSource::open(rest).map(|s| Box::new(s) as _),
+        "qemu-raw" => qemu::RawSource::open(rest).map(|s| Box::new(s) as _),
+        _ => return None,
+    };
+    Some(src)
+}
+
+/// `PATH?opts` -> (PATH, opts), unless the whole string is an existing path.
+fn split_options(rest: &str) -> (&str, Option<&str>) {
+    if std::path::Path::new(rest).exists() {
+        return (rest, None);
+    }
+    match rest.rsplit_once('?') {
+        Some((p, o)) => (p, Some(o)),
+        None => (rest, None),
+    }
+}
+
+/// Read until `buf` is full or the input ends; returns the bytes read (short only at the end).
+pub(crate) fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Keep the first `n` accesses of `b` and the side events placed before or right after them.
+pub(crate) fn truncate_batch(b: &mut Batch, n: usize) {
+    if b.len() <= n {
+        return;
+    }
+    b.addr.truncate(n);
+    b.icount.truncate(n);
+    b.tid.truncate(n);
+    b.size.truncate(n);
+    b.kind.truncate(n);
+    b.side.retain(|s| (s.pos as usize) <= n);
+}

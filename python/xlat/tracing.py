@@ -1,0 +1,434 @@
+"""Tracing real programs under QEMU, and importing foreign traces.
+
+``xlat trace -o OUT -- PROGRAM ARGS`` runs PROGRAM under Debian's ``qemu-x86_64`` with xlat's TCG
+plugin (``native/qemu-trace``) and writes the compressed xlat format directly; a forked child's
+trace goes to ``OUT`` with ``.<pid>.xlat`` in place of ``.xlat``. ``xlat import lackey|champsim``
+converts Valgrind lackey text and ChampSim binary traces. See ``docs/tracing.md`` and
+``docs/importers.md``.
+
+From Python::
+
+    from xlat.tracing import trace
+    r = trace(["xz", "-9", "-k", "big.txt"], "xz.xlat", max_accesses=10_000_000)
+    r["processes"][0]["accesses"]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from xlat import __version__
+
+QEMU = "qemu-x86_64"
+QEMU_INSTALL = "sudo apt-get install qemu-user"
+PLUGIN_NAME = "xlat_trace_plugin.so"
+EM_X86_64 = 62
+
+__all__ = ["TracingError", "find_plugin", "find_qemu", "import_trace", "resolve_program", "trace"]
+
+
+class TracingError(RuntimeError):
+    """A tracing problem the user can fix (missing tool, program that cannot start, full disk)."""
+
+
+def _repo_root() -> Path:
+    # python/xlat/tracing.py -> the checkout (the package is installed in development mode).
+    return Path(__file__).resolve().parents[2]
+
+
+def find_qemu() -> str:
+    """Path of ``qemu-x86_64``, or a :class:`TracingError` saying how to install it."""
+    q = shutil.which(QEMU)
+    if q is None:
+        raise TracingError(f"{QEMU} is not installed; install Debian's qemu-user with: {QEMU_INSTALL}")
+    return q
+
+
+def qemu_version(qemu: str) -> str:
+    try:
+        out = subprocess.run([qemu, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.splitlines()[0].strip() if out else "unknown"
+
+
+def find_plugin(build: bool = True) -> str:
+    """Path of the plugin: ``$XLAT_QEMU_PLUGIN``, else ``out/native/qemu-trace/`` in the checkout
+    (built with ``make -C native/qemu-trace`` when missing and ``build`` is true)."""
+    env = os.environ.get("XLAT_QEMU_PLUGIN")
+    if env:
+        if not os.path.isfile(env):
+            raise TracingError(f"XLAT_QEMU_PLUGIN={env} does not exist")
+        return env
+    root = _repo_root()
+    plugin = root / "out" / "native" / "qemu-trace" / PLUGIN_NAME
+    src = root / "native" / "qemu-trace"
+    if build and (src / "Makefile").is_file() and shutil.which("make") is not None:
+        # make is a no-op when the plugin is up to date.
+        r = subprocess.run(["make", "-s", "-C", str(src)], capture_output=True, text=True)
+        if r.returncode != 0:
+            tail = "\n".join((r.stderr or r.stdout).strip().splitlines()[-5:])
+            raise TracingError(f"building the QEMU plugin failed (make -C {src}):\n{tail}")
+    if not plugin.is_file():
+        raise TracingError(f"the QEMU plugin is not built: run make -C {src} (or scripts/setup.sh)")
+    return str(plugin)
+
+
+def resolve_program(argv: list[str]) -> tuple[list[str], str]:
+    """Resolve ``argv[0]`` through PATH and check it is an x86-64 Linux program. A ``#!`` script
+    becomes its interpreter plus the script (qemu-user only loads ELF files). Returns the argv
+    to run (with absolute paths) and the path of the ELF file that runs."""
+    if not argv:
+        raise TracingError("no program given: use xlat trace -o OUT -- PROGRAM ARGS")
+    name = argv[0]
+    path = name if "/" in name else shutil.which(name)
+    if path is None:
+        raise TracingError(f"cannot start '{name}': it is not found in PATH")
+    if not os.path.exists(path):
+        raise TracingError(f"cannot start '{name}': {path} does not exist")
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise TracingError(f"cannot start '{name}': {path} is not an executable file")
+    path = os.path.abspath(path)
+    with open(path, "rb") as f:
+        head = f.read(256)
+    if head.startswith(b"#!"):
+        line = head[2:].split(b"\n", 1)[0].decode(errors="replace").strip()
+        parts = line.split(None, 1)
+        if not parts:
+            raise TracingError(f"cannot start '{name}': its #! line names no interpreter")
+        interp = parts[:1] + parts[1:]
+        if interp[0] == "/usr/bin/env" and len(interp) > 1:
+            interp = interp[1].split()
+        inner, elf = resolve_program([*interp, path, *argv[1:]])
+        return inner, elf
+    if not head.startswith(b"\x7fELF"):
+        raise TracingError(f"cannot start '{name}': {path} is neither an ELF program nor a #! script")
+    machine = int.from_bytes(head[18:20], "little")
+    if head[4] != 2 or machine != EM_X86_64:
+        raise TracingError(f"cannot start '{name}': {path} is not an x86-64 program (ELF machine {machine})")
+    return [path, *argv[1:]], path
+
+
+def _check_output(out: str) -> None:
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise TracingError(f"cannot write {out}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise TracingError(f"cannot write {out}: directory {parent} is not writable")
+
+
+def _disk_full(e: Exception, out: str) -> Exception:
+    msg = str(e)
+    if "No space left" in msg or "os error 28" in msg:
+        return TracingError(f"the disk is full: writing the trace {out} failed ({msg})")
+    return e
+
+
+def trace(
+    argv: list[str],
+    out: str,
+    *,
+    skip: int = 0,
+    max_accesses: int | None = None,
+    ifetch: bool = False,
+    level: int = 1,
+    progress: bool = False,
+    qemu_args: list[str] | tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Run ``argv`` under QEMU with the xlat plugin and write its trace to ``out``.
+
+    ``skip`` instructions of each process's first thread run before accesses are recorded
+    (address-space syscalls are recorded from the start); ``max_accesses`` stops the program
+    once the first process's trace holds that many accesses. Returns the summary: ``status``
+    (the program's exit status), ``stopped_at_max``, ``interrupted``, ``seconds`` and
+    ``processes`` (one dict per trace written, the first process first).
+    """
+    from xlat import _native
+
+    if skip < 0:
+        raise ValueError(f"--skip must be >= 0, not {skip}")
+    if max_accesses is not None and max_accesses <= 0:
+        raise ValueError(f"--max must be > 0, not {max_accesses}")
+    if not 1 <= level <= 19:
+        raise ValueError(f"level must be between 1 and 19, not {level}")
+    qemu = find_qemu()
+    plugin = find_plugin()
+    run_argv, elf = resolve_program(list(argv))
+    _check_output(out)
+    header = {
+        "format": "xlat-trace",
+        "producer": f"xlat {__version__} qemu-trace",
+        "command": list(argv),
+        "page_size_hint": os.sysconf("SC_PAGE_SIZE"),
+        "threads": [],
+        "metadata": {
+            "tracer": "xlat QEMU TCG plugin (native/qemu-trace)",
+            "qemu": qemu_version(qemu),
+            "qemu_path": qemu,
+            "plugin": plugin,
+            "xlat": __version__,
+            "program_path": elf,
+            "argv_run": run_argv,
+            "skip_instructions": skip,
+            "max_accesses": max_accesses,
+            "ifetch": ifetch,
+            "zstd_level": level,
+            "qemu_args": list(qemu_args),
+            "host": {
+                "kernel": platform.release(),
+                "machine": platform.machine(),
+                "python": platform.python_version(),
+            },
+        },
+    }
+    try:
+        r = _native.record_trace(
+            qemu,
+            plugin,
+            run_argv,
+            str(out),
+            json.dumps(header),
+            # The name as typed, unless a #! line made the interpreter the program.
+            argv0=argv[0] if run_argv[1:] == list(argv[1:]) else None,
+            qemu_args=list(qemu_args),
+            skip=skip,
+            max=max_accesses,
+            ifetch=ifetch,
+            level=level,
+            progress=progress,
+        )
+    except _native.XlatError as e:
+        raise _disk_full(e, str(out)) from None
+    summary = json.loads(r)
+    if summary["interrupted"]:
+        raise KeyboardInterrupt
+    if not any(p["path"] == str(out) for p in summary["processes"]):
+        raise TracingError(
+            f"{QEMU} exited with status {summary['status']} before {argv[0]} started (see its message above)"
+        )
+    return summary
+
+
+def import_trace(
+    kind: str, path: str, out: str, *, ifetch: bool = False, level: int = 3, progress: bool = False
+) -> dict[str, Any]:
+    """Convert a foreign trace (``kind`` ``lackey`` or ``champsim``) at ``path`` to ``out``."""
+    from xlat.trace import convert
+
+    if kind not in ("lackey", "champsim"):
+        raise ValueError(f"unknown trace kind '{kind}' (known: lackey, champsim)")
+    if not os.path.exists(path):
+        raise TracingError(f"{path} does not exist")
+    spec = f"{kind}:{path}"
+    if ifetch:
+        if kind != "lackey":
+            raise ValueError("--ifetch applies to lackey traces only (ChampSim records carry no fetch sizes)")
+        spec += "?ifetch=1"
+    return convert(spec, out, level=level, progress=progress)
+
+
+# --- command line -------------------------------------------------------------------------
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    return sys.stderr.isatty() if args.progress is None else args.progress
+
+
+def _cli_error(e: Exception) -> Exception:
+    from xlat.cli import CliError
+
+    return CliError(str(e))
+
+
+def _mib(n: float) -> str:
+    return f"{n / (1 << 20):.2f} MiB"
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    argv = list(args.program)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    try:
+        r = trace(
+            argv,
+            args.output,
+            skip=args.skip,
+            max_accesses=args.max,
+            ifetch=args.ifetch,
+            level=args.level,
+            progress=_progress(args),
+            qemu_args=args.qemu_arg,
+        )
+    except TracingError as e:
+        raise _cli_error(e) from None
+    if args.json:
+        # A file, not stdout: the traced program owns stdout.
+        with open(args.json, "w") as f:
+            json.dump(r, f, indent=2, sort_keys=True)
+            f.write("\n")
+    total = sum(p["accesses"] for p in r["processes"])
+    rate = total / r["seconds"] / 1e6 if r["seconds"] > 0 else float("nan")
+    for p in r["processes"]:
+        per = p["bytes"] / p["accesses"] if p["accesses"] else float("nan")
+        note = " (stopped at --max)" if p["hit_max"] else " (cut short)" if p["truncated"] else ""
+        print(
+            f"wrote {p['path']}: pid {p['pid']}, {p['accesses']:,} accesses, "
+            f"{p['side_events']:,} syscalls, {p['threads']} thread(s), {_mib(p['bytes'])} "
+            f"({per:.2f} bytes/access){note}",
+            file=sys.stderr,
+        )
+    print(f"traced in {r['seconds']:.1f} s ({rate:.1f} M accesses/s)", file=sys.stderr)
+    if r["stopped_at_max"]:
+        print(f"stopped {argv[0]} after {args.max:,} accesses (--max)", file=sys.stderr)
+    return 0 if r["stopped_at_max"] else int(r["status"])
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    try:
+        r = import_trace(
+            args.kind, args.input, args.output, ifetch=args.ifetch, level=args.level, progress=_progress(args)
+        )
+    except TracingError as e:
+        raise _cli_error(e) from None
+    per = r["bytes"] / r["accesses"] if r["accesses"] else float("nan")
+    print(f"wrote {r['path']}: {r['accesses']:,} accesses, {_mib(r['bytes'])} ({per:.2f} bytes/access)")
+    return 0
+
+
+def _add_progress(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="show progress on stderr (default: when stderr is a terminal)",
+    )
+    g.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
+
+
+def register_cli(sub: Any) -> None:
+    """Add ``trace`` and ``import`` to the ``xlat`` subcommands."""
+    s = sub.add_parser(
+        "trace",
+        help="run a program under QEMU and record its memory accesses and address-space syscalls",
+        description="Run PROGRAM (resolved through PATH) under qemu-x86_64 with xlat's TCG plugin and write "
+        "its loads, stores, (optionally) instruction fetches, instruction counts, threads and "
+        "mmap/munmap/brk/mremap/madvise/shmat/shmdt/exit syscalls to OUT, compressed, streaming. "
+        "A forked child's trace goes to OUT with .<pid>.xlat in place of .xlat. Exits with the "
+        "program's status (0 when stopped by --max).",
+        epilog="example: xlat trace --skip 1000000 --max 50000000 -o xz.xlat -- xz -9 -k -f big.txt",
+    )
+    s.add_argument("-o", "--output", required=True, metavar="OUT", help="trace file to write (.xlat)")
+    s.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        metavar="N_INSNS",
+        help="instructions the first thread runs before accesses are recorded (default 0)",
+    )
+    s.add_argument(
+        "--max",
+        type=int,
+        default=None,
+        metavar="N_ACCESSES",
+        help="stop the program once the trace holds this many accesses",
+    )
+    s.add_argument("--ifetch", action="store_true", help="also record instruction fetches")
+    s.add_argument(
+        "--level",
+        type=int,
+        default=1,
+        help="zstd level, 1 (fastest; about 5%% larger than 3 on real programs) to 19; default 1",
+    )
+    s.add_argument(
+        "--qemu-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="pass ARG to qemu-x86_64 before the plugin (repeatable), e.g. --qemu-arg=-strace",
+    )
+    s.add_argument("--json", metavar="FILE", help="also write the summary as JSON to FILE")
+    _add_progress(s)
+    s.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS")
+    s.set_defaults(func=cmd_trace)
+
+    s = sub.add_parser(
+        "import",
+        help="convert a Valgrind lackey or ChampSim trace to the xlat format",
+        description="Convert a foreign trace to an xlat trace. lackey: the text of valgrind --tool=lackey "
+        "--trace-mem=yes (use --log-file); champsim: 64-byte input_instr records, raw, .xz or .gz. "
+        "Both are also readable directly wherever a trace is accepted, as lackey:PATH or "
+        "champsim:PATH.",
+    )
+    s.add_argument("kind", choices=["lackey", "champsim"])
+    s.add_argument("input", metavar="INPUT")
+    s.add_argument("-o", "--output", required=True, metavar="OUT")
+    s.add_argument("--ifetch", action="store_true", help="lackey: also record each instruction as a fetch")
+    s.add_argument("--level", type=int, default=3, help="zstd level, 1 to 19; default 3")
+    _add_progress(s)
+    s.set_defaults(func=cmd_import)
+
+    if "workloads" in sub.choices:
+        _extend_workloads(sub.choices["workloads"])
+
+
+def cmd_workloads_real(args: argparse.Namespace) -> int:
+    from xlat import real_workloads as rw
+
+    if args.name is None:
+        if args.output:
+            raise _cli_error(TracingError("give the recipe to trace: xlat workloads real NAME -o OUT"))
+        rs = rw.recipes()
+        if args.json:
+            json.dump([r.__dict__ | {"script": r.script is not None} for r in rs], sys.stdout, indent=2)
+            sys.stdout.write("\n")
+            return 0
+        print(
+            "Real-program recipes: xlat workloads real NAME -o OUT installs what NAME needs and traces it.\n"
+        )
+        for r in rs:
+            needs = ", ".join([*(f"pip {p}" for p in r.pip), *(f"apt {p}" for p in r.apt)]) or "nothing"
+            print(f"{r.name}: {r.help}")
+            print(f"    warm-up skip {r.skip:,} instructions ({r.skip_note})")
+            print(f"    window {r.max_accesses:,} accesses")
+            print(f"    installs {needs}\n")
+        return 0
+    if not args.output:
+        raise _cli_error(TracingError(f"give the output: xlat workloads real {args.name} -o OUT"))
+    try:
+        r = rw.run(args.name, args.output, skip=args.skip, max_accesses=args.max, progress=_progress(args))
+    except TracingError as e:
+        raise _cli_error(e) from None
+    for p in r["processes"]:
+        per = p["bytes"] / p["accesses"] if p["accesses"] else float("nan")
+        print(f"wrote {p['path']}: {p['accesses']:,} accesses, {_mib(p['bytes'])} ({per:.2f} bytes/access)")
+    return 0 if r["stopped_at_max"] else int(r["status"])
+
+
+def _extend_workloads(w: argparse.ArgumentParser) -> None:
+    """Give ``xlat workloads`` an optional ``real [NAME -o OUT]`` while plain ``xlat workloads``
+    keeps listing the synthetic workloads."""
+    w.add_argument("set", nargs="?", choices=["real"], help="real: list the real-program recipes")
+    w.add_argument("name", nargs="?", metavar="NAME", help="with real: the recipe to install and trace")
+    w.add_argument("-o", "--output", metavar="OUT", help="with real NAME: the trace to write")
+    w.add_argument("--skip", type=int, default=None, help="with real NAME: override the warm-up skip")
+    w.add_argument("--max", type=int, default=None, help="with real NAME: override the window (accesses)")
+    synthetic = w.get_default("func")
+
+    def dispatch(args: argparse.Namespace) -> int:
+        if args.set is None:
+            if args.name or args.output:
+                raise _cli_error(TracingError("use xlat workloads real NAME -o OUT to trace a real program"))
+            return synthetic(args)
+        return cmd_workloads_real(args)
+
+    w.set_defaults(func=dispatch)
