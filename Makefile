@@ -27,8 +27,16 @@ test-python: setup
 
 test: lint test-rust test-python
 
-bench: setup
-	cargo bench -p xlat-trace --bench decode
+# Real traces for the decode benchmark: sort and xz -9 over a generated text, traced by xlat.
+BENCH := out/bench
+$(BENCH)/sort.xlat $(BENCH)/xz.xlat &: | setup
+	@mkdir -p $(BENCH)
+	@seq -f "line %g of the xlat decode benchmark input" 1 1000000 > $(BENCH)/decode-input.txt
+	$(VENV)/bin/xlat trace --no-progress -o $(BENCH)/sort.xlat -- sort -r $(BENCH)/decode-input.txt > /dev/null
+	$(VENV)/bin/xlat trace --no-progress --max 100000000 -o $(BENCH)/xz.xlat -- xz -9 -c $(BENCH)/decode-input.txt > /dev/null
+
+bench: setup $(BENCH)/sort.xlat $(BENCH)/xz.xlat
+	XLAT_BENCH_FILES=$(CURDIR)/$(BENCH)/sort.xlat,$(CURDIR)/$(BENCH)/xz.xlat cargo bench -p xlat-trace --bench decode
 	cargo bench -p xlat-core --bench sim
 	@for b in benches/*.py; do [ -f "$$b" ] || continue; $(PY) "$$b" || exit 1; done
 
