@@ -60,7 +60,7 @@ def test_mosaic_layout(tmp_path):
     [
         (["--cpu", "pentium"], "there is no CPU preset named 'pentium'"),
         (["--set", "tlb.stlb.ways=7"], "ways = 7 does not divide entries = 1536"),
-        (["--set", 'tlb.stlb.page_sizes=["4KB", "16KB"]'], "tlb[3].page_sizes[1]"),
+        (["--set", 'tlb.stlb.page_sizes=["4KB", "16KB"]'], "tlb[3] ('stlb').page_sizes[1]"),
         (["--set", "memory.size=-1"], "negative"),
         (["--set", "os.colour=blue"], "unknown field `colour`"),
         (["--policies", "huge"], "--policies takes 4k and thp"),

@@ -295,8 +295,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for r in results[1:]:
         print(
             f"{r.label}: {r.derived['M'] / max(results[0].derived['M'], 1):.1%} of the 4KB walks, "
-            f"estimated speed-up {base / r.derived['time.total_cycles']:.2f}x over 4KB pages"
+            f"additive-model speed-up {base / r.derived['time.total_cycles']:.2f}x over 4KB pages"
         )
+    print("(the additive model charges every walk cycle in full; real cores overlap walks with other work)")
     print(f"\ntry: xlat sim --cpu haswell --policies 4k,thp --layout {layout} {trace}")
     return 0
 

@@ -388,8 +388,21 @@ pub struct Config {
 
 /// Parse a TOML value as `T`, naming the path of the offending field on error.
 pub(crate) fn from_value<T: serde::de::DeserializeOwned>(what: &str, v: toml::Value) -> Result<T> {
+    let original = v.clone();
     serde_path_to_error::deserialize(v).map_err(|e| {
-        let path = e.path().to_string();
+        let mut path = e.path().to_string();
+        // Name the component of an array entry: "tlb[3] (stlb).page_sizes[1]".
+        if let Some((arr, rest)) = path.split_once('[') {
+            if let Some((idx, tail)) = rest.split_once(']') {
+                let name = idx
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| original.get(arr)?.get(i)?.get("name")?.as_str().map(str::to_string));
+                if let Some(n) = name {
+                    path = format!("{arr}[{idx}] ('{n}'){tail}");
+                }
+            }
+        }
         let inner = e.into_inner().to_string();
         // toml appends "\nin `table`" context; the path already says where.
         let inner = inner.lines().next().unwrap_or("").trim().trim_end_matches('.');
@@ -644,11 +657,11 @@ page_sizes = ["4KB"]
         let e = bad("", &["tlb.l1.ways=5"]);
         assert!(e.contains("tlb 'l1'") && e.contains("ways = 5 does not divide entries = 64"), "{e}");
         let e = bad("", &["tlb.l1.page_sizes=[\"8KB\"]"]);
-        assert!(e.contains("tlb[0].page_sizes[0]") && e.contains("8KB"), "{e}");
+        assert!(e.contains("tlb[0] ('l1').page_sizes[0]") && e.contains("8KB"), "{e}");
         let e = bad("", &["memory.size=-4"]);
         assert!(e.contains("memory.size") && e.contains("negative"), "{e}");
         let e = bad("", &["tlb.l1.entires=4"]);
-        assert!(e.contains("tlb[0]") && e.contains("unknown field `entires`"), "{e}");
+        assert!(e.contains("tlb[0] ('l1')") && e.contains("unknown field `entires`"), "{e}");
         let e = bad("[os]\nlevel = 4\n", &[]);
         assert!(e.contains("os") && e.contains("unknown field `level`"), "{e}");
         let e = bad("", &["tlb.l9.ways=4"]);

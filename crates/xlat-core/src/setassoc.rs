@@ -229,11 +229,11 @@ impl SetAssoc {
             let row = &self.mem[base + sa..base + sa + self.ways];
             let mut best = 0;
             let mut min = row[0];
+            // Conditional moves, not branches: which way is oldest is unpredictable.
             for (w, &st) in row.iter().enumerate().skip(1) {
-                if st < min {
-                    min = st;
-                    best = w;
-                }
+                let older = st < min;
+                best = if older { w } else { best };
+                min = if older { st } else { min };
             }
             return best;
         }

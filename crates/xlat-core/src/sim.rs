@@ -194,8 +194,11 @@ impl Simulator {
         }
         for k in 0..n {
             let p = self.fast[r][k];
-            let key = ((va >> p.shift) & VPN_MASK) | p.size_bits | tag;
             let t = &mut self.tlbs[p.tlb as usize];
+            if t.present[p.size as usize] == 0 {
+                continue;
+            }
+            let key = ((va >> p.shift) & VPN_MASK) | p.size_bits | tag;
             let set = t.arr.set_of(key & VPN_MASK);
             if let Some(pfn) = t.arr.lookup(set, key) {
                 t.hits += 1;
