@@ -38,8 +38,30 @@ struct Probe {
     size_bits: u64,
 }
 
+/// The last first-level TLB hit: the page, the TLB that held it and the translation.
+///
+/// An access to the same page by the same role right after a hit hits the same entry again, and
+/// re-hitting an entry that is already the most recently used of its set changes no replacement
+/// state (LRU: every set's order is kept, stamps come from one clock; tree-PLRU: the same bits;
+/// FIFO and random: nothing on hits). Such an access only counts a hit, so it skips the probe.
+/// The memo is dropped on every miss (fills and evictions) and every side event
+/// (invalidations, context switches), and is replaced by every other access.
+#[derive(Clone, Copy)]
+struct Memo {
+    /// `va >> shift` of the page, or `u64::MAX` when empty (no page number is that large).
+    page: u64,
+    shift: u32,
+    role: usize,
+    tlb: u32,
+    size: u8,
+    pfn: u64,
+}
+
+const NO_MEMO: Memo = Memo { page: u64::MAX, shift: 0, role: 0, tlb: 0, size: 0, pfn: 0 };
+
 /// The simulator of one configuration.
 pub struct Simulator {
+    memo: Memo,
     cfg: Config,
     pub os: Os,
     tlbs: Vec<Tlb>,
@@ -167,6 +189,7 @@ impl Simulator {
             series: Vec::new(),
             next_sample: cfg.sim.interval_accesses.max(cfg.sim.interval_instructions),
             prefetching: false,
+            memo: NO_MEMO,
             os,
             cfg: cfg.clone(),
         })
@@ -186,6 +209,14 @@ impl Simulator {
     fn access<const MOSAIC: bool, const DATA: bool>(&mut self, va: u64, kind: u8) -> Result<(), SimError> {
         let va = if MOSAIC { self.os.relocate(va) } else { va } & self.va_mask;
         let r = (kind == 2) as usize;
+        let m = self.memo;
+        if (va >> m.shift) == m.page && m.role == r {
+            self.tlbs[m.tlb as usize].hits += 1;
+            if DATA {
+                self.data_access(m.pfn, PageSize::from_index(m.size as usize), va);
+            }
+            return Ok(());
+        }
         let tag = self.tag;
         let n = self.fast[r].len();
         if n == 0 {
@@ -202,6 +233,7 @@ impl Simulator {
             let set = t.arr.set_of(key & VPN_MASK);
             if let Some(pfn) = t.arr.lookup(set, key) {
                 t.hits += 1;
+                self.memo = Memo { page: va >> p.shift, shift: p.shift, role: r, tlb: p.tlb, size: p.size, pfn };
                 if DATA {
                     self.data_access(pfn, PageSize::from_index(p.size as usize), va);
                 }
@@ -209,6 +241,7 @@ impl Simulator {
             }
         }
         self.l1_misses[r] += 1;
+        self.memo = NO_MEMO;
         let (pfn, s) = self.miss(va, r)?;
         if DATA {
             self.data_access(pfn, s, va);
@@ -336,6 +369,7 @@ impl Simulator {
     }
 
     fn side(&mut self, body: &SideBody) -> Result<(), SimError> {
+        self.memo = NO_MEMO;
         match body {
             SideBody::Syscall(s) => {
                 self.os.syscall(s)?;
