@@ -471,6 +471,8 @@ impl Simulator {
         }
         let t0 = b.tid[lo];
         if b.tid[lo..hi].iter().all(|&t| t == t0) {
+            // The first count seeds the thread's baseline if the thread is new.
+            self.set_icount(t0, b.icount[lo]);
             self.set_icount(t0, b.icount[hi - 1]);
         } else {
             for i in lo..hi {
@@ -479,9 +481,12 @@ impl Simulator {
         }
     }
 
+    /// Instructions are counted from each thread's first access in the trace, not from 0: a
+    /// trace recorded after `--skip N` starts at instruction N, and those N instructions were
+    /// not simulated (counting them would deflate every MPKI).
     #[inline]
     fn set_icount(&mut self, tid: u32, ic: u64) {
-        let e = self.threads.entry(tid).or_insert(0);
+        let e = self.threads.entry(tid).or_insert(ic);
         if ic > *e {
             self.instructions += ic - *e;
             *e = ic;
@@ -509,7 +514,7 @@ impl Simulator {
                 end = end.min(i + (self.next_sample - self.accesses) as usize);
             } else if ii > 0 {
                 // First access at which this thread's instruction count reaches the next sample.
-                let base = self.instructions - self.threads.get(&b.tid[i]).copied().unwrap_or(0);
+                let base = self.instructions - self.threads.get(&b.tid[i]).copied().unwrap_or(b.icount[i]);
                 if let Some(p) = (i..end).find(|&k| base + b.icount[k] >= self.next_sample) {
                     end = p + 1;
                 }
