@@ -26,7 +26,7 @@ fn main() {
     ];
     println!("trace decode, {n} accesses per workload, median of {reps} runs, one core, rates per CPU-second");
     println!(
-        "{:<10} {:>14} {:>12} {:>14} {:>12}",
+        "{:<18} {:>14} {:>12} {:>14} {:>12}",
         "workload", "decode Macc/s", "bytes/acc", "encode Macc/s", "trace MiB"
     );
     let only = std::env::var("XLAT_BENCH_ONLY").unwrap_or_default();
@@ -87,7 +87,7 @@ fn report(name: &str, bytes: &[u8], enc: Option<f64>, reps: usize) {
         rates.sort_by(|a, b| a.partial_cmp(b).unwrap());
         let enc = enc.map_or("-".to_string(), |e| format!("{e:.1}"));
         println!(
-            "{:<10} {:>14.1} {:>12.2} {:>14} {:>12.1}",
+            "{:<18} {:>14.1} {:>12.2} {:>14} {:>12.1}",
             name,
             rates[reps / 2],
             bytes.len() as f64 / footer_accesses as f64,
