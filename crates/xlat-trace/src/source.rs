@@ -65,3 +65,16 @@ pub fn open(spec: &str) -> Result<Box<dyn EventSource>> {
     }
     Ok(Box::new(FileSource::open(spec)?))
 }
+
+/// Read every batch that `next` yields into one batch, in order (side-event positions follow the
+/// accesses): for tests and small traces. `next` is e.g. `|b| src.next_batch(b)`.
+pub fn collect(mut next: impl FnMut(&mut Batch) -> Result<bool>) -> Result<Batch> {
+    let mut all = Batch::default();
+    let mut b = Batch::default();
+    while next(&mut b)? {
+        for e in b.events() {
+            all.push_event(e);
+        }
+    }
+    Ok(all)
+}

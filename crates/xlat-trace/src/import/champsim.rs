@@ -190,14 +190,7 @@ mod tests {
 
     fn read(bytes: Vec<u8>) -> Result<Batch> {
         let mut s = ChampSimSource::from_reader(Box::new(std::io::Cursor::new(bytes)), "t", "none");
-        let mut all = Batch::default();
-        let mut b = Batch::default();
-        while s.next_batch(&mut b)? {
-            for e in b.events() {
-                all.push_event(e);
-            }
-        }
-        Ok(all)
+        crate::source::collect(|b| s.next_batch(b))
     }
 
     #[test]

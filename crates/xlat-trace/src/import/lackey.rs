@@ -182,14 +182,7 @@ mod tests {
     fn read(text: &str, ifetch: bool) -> Result<Batch> {
         let r = Box::new(std::io::Cursor::new(text.as_bytes().to_vec()));
         let mut s = LackeySource::from_reader(r, "t", None, ifetch);
-        let mut all = Batch::default();
-        let mut b = Batch::default();
-        while s.next_batch(&mut b)? {
-            for e in b.events() {
-                all.push_event(e);
-            }
-        }
-        Ok(all)
+        crate::source::collect(|b| s.next_batch(b))
     }
 
     #[test]

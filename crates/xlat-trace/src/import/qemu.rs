@@ -710,14 +710,7 @@ mod tests {
 
     fn decode(bytes: &[u8]) -> Result<Batch> {
         let mut s = RawStream::new(bytes, "t", false)?;
-        let mut all = Batch::default();
-        let mut b = Batch::default();
-        while s.next_batch(&mut b)? {
-            for e in b.events() {
-                all.push_event(e);
-            }
-        }
-        Ok(all)
+        crate::source::collect(|b| s.next_batch(b))
     }
 
     #[test]
