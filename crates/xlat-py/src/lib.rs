@@ -215,47 +215,17 @@ fn read_accesses<'py>(py: Python<'py>, spec: &str, limit: Option<u64>, progress:
         .allow_threads(|| -> xlat_trace::Result<Batch> {
             let bar = Progress::new(progress, src.as_ref(), "reading");
             let mut all = Batch::default();
+            let mut b = Batch::default();
             let limit = limit.unwrap_or(u64::MAX) as usize;
-            while all.len() < limit && src.append_or_next(&mut all)? {
+            while all.len() < limit && src.next_batch(&mut b)? {
+                all.append(&b);
                 bar.update(src.as_ref());
             }
-            if all.len() > limit {
-                all.addr.truncate(limit);
-                all.icount.truncate(limit);
-                all.tid.truncate(limit);
-                all.size.truncate(limit);
-                all.kind.truncate(limit);
-                all.side.retain(|s| (s.pos as usize) <= limit);
-            }
+            all.truncate(limit);
             Ok(all)
         })
         .map_err(to_py)?;
     columns(py, all, 0)
-}
-
-/// Appending batches one after another (side positions rebased).
-trait AppendExt {
-    fn append_or_next(&mut self, all: &mut Batch) -> xlat_trace::Result<bool>;
-}
-
-impl AppendExt for Box<dyn EventSource> {
-    fn append_or_next(&mut self, all: &mut Batch) -> xlat_trace::Result<bool> {
-        let mut b = Batch::default();
-        if !self.next_batch(&mut b)? {
-            return Ok(false);
-        }
-        let base = all.len() as u32;
-        all.addr.extend_from_slice(&b.addr);
-        all.icount.extend_from_slice(&b.icount);
-        all.tid.extend_from_slice(&b.tid);
-        all.size.extend_from_slice(&b.size);
-        all.kind.extend_from_slice(&b.kind);
-        all.side.extend(b.side.into_iter().map(|mut s| {
-            s.pos += base;
-            s
-        }));
-        Ok(true)
-    }
 }
 
 /// Write every event of `spec` to `out`: the text form if `out` ends in `.txt`, else the

@@ -214,6 +214,30 @@ impl Batch {
         self.side.clear();
     }
 
+    /// Keep the first `n` accesses and the side events placed before or right after them.
+    pub fn truncate(&mut self, n: usize) {
+        if self.len() <= n {
+            return;
+        }
+        self.addr.truncate(n);
+        self.icount.truncate(n);
+        self.tid.truncate(n);
+        self.size.truncate(n);
+        self.kind.truncate(n);
+        self.side.retain(|s| (s.pos as usize) <= n);
+    }
+
+    /// Append `other`'s events after this batch's (side-event positions are rebased).
+    pub fn append(&mut self, other: &Batch) {
+        let base = self.len() as u32;
+        self.addr.extend_from_slice(&other.addr);
+        self.icount.extend_from_slice(&other.icount);
+        self.tid.extend_from_slice(&other.tid);
+        self.size.extend_from_slice(&other.size);
+        self.kind.extend_from_slice(&other.kind);
+        self.side.extend(other.side.iter().map(|s| SideEvent { pos: s.pos + base, ..s.clone() }));
+    }
+
     #[inline]
     pub fn push_access(&mut self, a: Access) {
         self.addr.push(a.addr);

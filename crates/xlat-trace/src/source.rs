@@ -72,9 +72,7 @@ pub fn collect(mut next: impl FnMut(&mut Batch) -> Result<bool>) -> Result<Batch
     let mut all = Batch::default();
     let mut b = Batch::default();
     while next(&mut b)? {
-        for e in b.events() {
-            all.push_event(e);
-        }
+        all.append(&b);
     }
     Ok(all)
 }

@@ -10,7 +10,6 @@ pub mod lackey;
 pub mod qemu;
 
 use crate::error::{Error, Result};
-use crate::event::Batch;
 use crate::source::EventSource;
 use std::io::Read;
 
@@ -62,17 +61,4 @@ pub(crate) fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> std::io:
         }
     }
     Ok(n)
-}
-
-/// Keep the first `n` accesses of `b` and the side events placed before or right after them.
-pub(crate) fn truncate_batch(b: &mut Batch, n: usize) {
-    if b.len() <= n {
-        return;
-    }
-    b.addr.truncate(n);
-    b.icount.truncate(n);
-    b.tid.truncate(n);
-    b.size.truncate(n);
-    b.kind.truncate(n);
-    b.side.retain(|s| (s.pos as usize) <= n);
 }

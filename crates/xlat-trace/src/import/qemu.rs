@@ -8,7 +8,7 @@
 //! is a syscall: `addr` holds the xlat [`SyscallKind`] and the next four records hold the six
 //! arguments, the result and a zero word.
 
-use super::{read_full, truncate_batch, BATCH};
+use super::{read_full, BATCH};
 use crate::error::{Error, Result};
 use crate::event::{Access, AccessKind, Batch, SideBody, Syscall, SyscallKind};
 use crate::format::Header;
@@ -620,7 +620,7 @@ fn serve(stream: UnixStream, opts: &RecordOptions, root_pid: u32, shared: &Share
         while let Ok(mut b) = full_rx.recv() {
             if let Some(max) = opts.max {
                 if n + b.len() as u64 >= max {
-                    truncate_batch(&mut b, (max - n) as usize);
+                    b.truncate((max - n) as usize);
                     hit_max = true;
                 }
             }
