@@ -302,9 +302,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    g = common.add_mutually_exclusive_group()
+def add_progress_flags(p: argparse.ArgumentParser) -> None:
+    """--progress / --no-progress (default: a progress bar when stderr is a terminal)."""
+    g = p.add_mutually_exclusive_group()
     g.add_argument(
         "--progress",
         dest="progress",
@@ -313,6 +313,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="show a progress bar on stderr (default: when stderr is a terminal)",
     )
     g.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    add_progress_flags(common)
 
     p = argparse.ArgumentParser(
         prog="xlat",

@@ -303,20 +303,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_progress(p: argparse.ArgumentParser) -> None:
-    g = p.add_mutually_exclusive_group()
-    g.add_argument(
-        "--progress",
-        dest="progress",
-        action="store_true",
-        default=None,
-        help="show progress on stderr (default: when stderr is a terminal)",
-    )
-    g.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
-
-
 def register_cli(sub: Any) -> None:
     """Add ``trace`` and ``import`` to the ``xlat`` subcommands."""
+    from xlat.cli import add_progress_flags  # the CLI calls this from build_parser
+
     s = sub.add_parser(
         "trace",
         help="run a program under QEMU and record its memory accesses and address-space syscalls",
@@ -357,7 +347,7 @@ def register_cli(sub: Any) -> None:
         help="pass ARG to qemu-x86_64 before the plugin (repeatable), e.g. --qemu-arg=-strace",
     )
     s.add_argument("--json", metavar="FILE", help="also write the summary as JSON to FILE")
-    _add_progress(s)
+    add_progress_flags(s)
     s.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS")
     s.set_defaults(func=cmd_trace)
 
@@ -374,7 +364,7 @@ def register_cli(sub: Any) -> None:
     s.add_argument("-o", "--output", required=True, metavar="OUT")
     s.add_argument("--ifetch", action="store_true", help="lackey: also record each instruction as a fetch")
     s.add_argument("--level", type=int, default=3, help="zstd level, 1 to 19; default 3")
-    _add_progress(s)
+    add_progress_flags(s)
     s.set_defaults(func=cmd_import)
 
     if "workloads" in sub.choices:
