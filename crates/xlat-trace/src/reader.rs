@@ -154,12 +154,12 @@ impl<R: Read> TraceReader<R> {
         }
         match tag[0] {
             format::TAG_BLOCK => {
-                let mut fr = [0u8; 16];
-                if read_full(&mut self.input, &mut fr)? < 16 {
+                let mut fr = [0u8; 20];
+                if read_full(&mut self.input, &mut fr)? < 20 {
                     return Err(self.truncated());
                 }
                 let w = |k: usize| u32::from_le_bytes(fr[4 * k..4 * k + 4].try_into().unwrap()) as usize;
-                let (n_access, n_side, raw_len, comp_len) = (w(0), w(1), w(2), w(3));
+                let (n_access, n_side, raw_len, comp_len, crc) = (w(0), w(1), w(2), w(3), w(4) as u32);
                 if raw_len > format::MAX_BLOCK_RAW
                     || comp_len > format::MAX_BLOCK_RAW
                     || n_access > format::MAX_BLOCK_ACCESSES
@@ -169,6 +169,9 @@ impl<R: Read> TraceReader<R> {
                 self.comp.resize(comp_len, 0);
                 if read_full(&mut self.input, &mut self.comp)? < comp_len {
                     return Err(self.truncated());
+                }
+                if crc32fast::hash(&self.comp) != crc {
+                    return Err(self.corrupt(at, "block checksum does not match"));
                 }
                 self.raw.clear();
                 self.raw.reserve(raw_len);
@@ -181,7 +184,7 @@ impl<R: Read> TraceReader<R> {
                 if n != n_access || s != n_side {
                     return Err(self.corrupt(at, "block frame counts disagree with its contents"));
                 }
-                self.offset += 17 + comp_len as u64;
+                self.offset += 21 + comp_len as u64;
                 self.accesses += n as u64;
                 self.side_events += s as u64;
                 self.blocks += 1;

@@ -108,12 +108,15 @@ impl<W: Write> TraceWriter<W> {
         self.comp.clear();
         self.comp.reserve(bound);
         self.compressor.compress_to_buffer(&self.raw, &mut self.comp)?;
-        let mut frame = [0u8; 17];
+        let mut frame = [0u8; 21];
         frame[0] = format::TAG_BLOCK;
         frame[1..5].copy_from_slice(&(n_access as u32).to_le_bytes());
         frame[5..9].copy_from_slice(&(n_side as u32).to_le_bytes());
         frame[9..13].copy_from_slice(&(self.raw.len() as u32).to_le_bytes());
         frame[13..17].copy_from_slice(&(self.comp.len() as u32).to_le_bytes());
+        // zstd's own checksum covers the content, not every bit of the frame (its header has an
+        // unused bit a decoder ignores), so the compressed bytes get a checksum of their own.
+        frame[17..21].copy_from_slice(&crc32fast::hash(&self.comp).to_le_bytes());
         self.out.write_all(&frame)?;
         self.out.write_all(&self.comp)?;
         self.bytes += (frame.len() + self.comp.len()) as u64;
