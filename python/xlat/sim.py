@@ -87,7 +87,9 @@ class Run:
 class SimResult:
     """The result of one simulation: ``counters`` (flat ints named as a tree, e.g.
     ``tlb.stlb.misses``), ``derived`` (MPKI, H/M/C, time estimate), the effective ``config``,
-    ``config_hash``, and ``series`` (counters sampled per interval, cumulative) if requested."""
+    ``config_hash``, ``series`` (counters sampled per interval, cumulative) and ``miss_profile``
+    (walks per 2MB region, ``{region_start_address: walks}``, with ``sim.miss_profile=true``)
+    if requested."""
 
     def __init__(self, data: dict[str, Any]):
         self.data = data
@@ -98,6 +100,8 @@ class SimResult:
         self.config_hash: str = data["config_hash"]
         self.policy: str = data["policy"]
         self.trace: str = data["trace"]
+        mp = data.get("miss_profile")
+        self.miss_profile: dict[int, int] | None = None if mp is None else {a: n for a, n in mp}
 
     @property
     def label(self) -> str:

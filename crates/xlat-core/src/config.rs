@@ -237,6 +237,20 @@ pub struct OsConfig {
     /// TLB entries tagged with an address-space id (PCID): no flush on context switch.
     #[serde(default = "default_true")]
     pub asid: bool,
+    /// Mosaic pools at the trace's own addresses: for a trace recorded under the mosaic
+    /// allocator, the pool start addresses it reported. Unset: the simulator places the pools
+    /// and relocates trace addresses into them (`docs/simulator.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pools_at: Option<PoolsAt>,
+}
+
+/// Start addresses of the mosaic pools in the trace's address space (`os.pools_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(deny_unknown_fields)]
+pub struct PoolsAt {
+    pub heap: u64,
+    pub anon: u64,
+    pub file: u64,
 }
 
 fn default_levels() -> u32 {
@@ -254,7 +268,7 @@ fn default_true() -> bool {
 
 impl Default for OsConfig {
     fn default() -> Self {
-        OsConfig { levels: 4, policy: Policy::Base, thp: ThpMode::Always, asid: true }
+        OsConfig { levels: 4, policy: Policy::Base, thp: ThpMode::Always, asid: true, pools_at: None }
     }
 }
 
@@ -326,6 +340,10 @@ pub struct SimConfig {
     /// Sample every counter each this many accesses (0: off).
     #[serde(default)]
     pub interval_accesses: u64,
+    /// Count walks (last-level TLB misses) per 2MB region of the simulated address space and
+    /// report them as `miss_profile` (the sliding-window heuristic's input).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub miss_profile: bool,
     /// Sample every counter each this many instructions (0: off).
     #[serde(default)]
     pub interval_instructions: u64,
@@ -341,6 +359,7 @@ impl std::hash::Hash for SimConfig {
         self.interval_accesses.hash(h);
         self.interval_instructions.hash(h);
         self.base_cpi.to_bits().hash(h);
+        self.miss_profile.hash(h);
     }
 }
 
@@ -353,7 +372,14 @@ fn default_cpi() -> f64 {
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { data_through_caches: false, seed: 1, interval_accesses: 0, interval_instructions: 0, base_cpi: 1.0 }
+        SimConfig {
+            data_through_caches: false,
+            seed: 1,
+            interval_accesses: 0,
+            miss_profile: false,
+            interval_instructions: 0,
+            base_cpi: 1.0,
+        }
     }
 }
 
@@ -584,6 +610,30 @@ impl Config {
         }
         if self.os.policy == Policy::Mosaic && self.layout.is_none() {
             return err(format!("config '{c}': os.policy = \"mosaic\" needs a layout (--layout FILE)."));
+        }
+        if let Some(p) = &self.os.pools_at {
+            if self.os.policy != Policy::Mosaic {
+                return err(format!(
+                    "config '{c}': os.pools_at only applies to os.policy = \"mosaic\" (--layout FILE)."
+                ));
+            }
+            let l = self.layout.as_ref().expect("mosaic has a layout");
+            let mut pools =
+                [("heap", p.heap, l.heap_size()), ("anon", p.anon, l.anon_size()), ("file", p.file, l.file_size())];
+            for (name, at, _) in pools {
+                if at % (1 << 30) != 0 || at == 0 {
+                    return err(format!("config '{c}': os.pools_at.{name} = {at:#x} is not a nonzero multiple of 1GiB (the allocator aligns pools to 1GiB)."));
+                }
+            }
+            pools.sort_by_key(|x| x.1);
+            for w in pools.windows(2) {
+                if w[0].1.saturating_add(w[0].2) > w[1].1 {
+                    return err(format!(
+                        "config '{c}': os.pools_at: the {} pool ({:#x} + {} bytes) overlaps the {} pool at {:#x}.",
+                        w[0].0, w[0].1, w[0].2, w[1].0, w[1].1
+                    ));
+                }
+            }
         }
         Ok(())
     }

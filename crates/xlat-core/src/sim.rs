@@ -94,6 +94,8 @@ pub struct Simulator {
     series: Vec<(u64, u64, Vec<u64>)>,
     next_sample: u64,
     prefetching: bool,
+    /// `sim.miss_profile`: walks per 2MB region (`va >> 21`) of the simulated address space.
+    miss_profile: Option<HashMap<u64, u64>>,
 }
 
 /// Where the simulation failed.
@@ -189,6 +191,7 @@ impl Simulator {
             series: Vec::new(),
             next_sample: cfg.sim.interval_accesses.max(cfg.sim.interval_instructions),
             prefetching: false,
+            miss_profile: cfg.sim.miss_profile.then(HashMap::new),
             memo: NO_MEMO,
             os,
             cfg: cfg.clone(),
@@ -290,6 +293,9 @@ impl Simulator {
     /// Walk the page tables for `va` (faulting the page in first if it is not mapped).
     fn walk(&mut self, va: u64) -> Result<(u64, PageSize), SimError> {
         self.ws.walks += 1;
+        if let Some(p) = &mut self.miss_profile {
+            *p.entry(va >> 21).or_default() += 1;
+        }
         let levels = self.os.levels();
         let root = self.os.root();
         let (pfn, size) = match self.os.pt.lookup(root, levels, va) {
@@ -496,7 +502,7 @@ impl Simulator {
     /// Simulate one batch: accesses in order, side events before the access they precede.
     pub fn batch(&mut self, b: &Batch) -> Result<(), SimError> {
         let n = b.len();
-        let mosaic = self.cfg.os.policy == crate::config::Policy::Mosaic;
+        let mosaic = self.cfg.os.policy == crate::config::Policy::Mosaic && self.cfg.os.pools_at.is_none();
         let data = self.cfg.sim.data_through_caches;
         let (ia, ii) = (self.cfg.sim.interval_accesses, self.cfg.sim.interval_instructions);
         let mut i = 0;
@@ -771,6 +777,11 @@ impl Simulator {
             derived,
             fragmentation: serde_json::to_value(self.os.fragmentation()).expect("serialises"),
             series,
+            miss_profile: self.miss_profile.as_ref().map(|p| {
+                let mut v: Vec<(u64, u64)> = p.iter().map(|(&k, &n)| (k << 21, n)).collect();
+                v.sort_unstable();
+                v
+            }),
             config: self.cfg.to_json(),
         }
     }
@@ -813,6 +824,9 @@ pub struct SimResult {
     pub derived: BTreeMap<String, f64>,
     pub fragmentation: serde_json::Value,
     pub series: Option<Series>,
+    /// `sim.miss_profile`: (2MB region start address, walks in it), by address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub miss_profile: Option<Vec<(u64, u64)>>,
     pub config: serde_json::Value,
 }
 

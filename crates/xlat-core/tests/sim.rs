@@ -369,3 +369,31 @@ fn fragmented_memory_defeats_thp_and_traces_without_syscalls_infer_vmas() {
     let full = run("memory.fragmentation=1.0");
     assert_eq!((full["os.faults_2m"], full["os.faults_4k"], full["os.huge_fallbacks"]), (0, 4, 4));
 }
+
+#[test]
+fn miss_profile_counts_every_walk_in_its_2mb_region() {
+    // Random loads over 3 regions with known shares; tiny TLBs so nearly every access walks.
+    let cfg = small("", &["sim.miss_profile=true"]);
+    let base = 0x7000_0000_0000u64;
+    let mut b = Batch::default();
+    mmap(&mut b, base, 8 * M2, ANON);
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+    for i in 0..30_000u64 {
+        let region = [0u64, 3, 3, 5][(i % 4) as usize];
+        load(&mut b, base + region * M2 + rng.gen_range(0..512u64) * 4096);
+    }
+    let mut s = Simulator::new(&cfg).unwrap();
+    s.batch(&b).unwrap();
+    let r = s.result("t");
+    let walks = r.counters["walker.walks"];
+    let prof = r.miss_profile.clone().expect("asked for");
+    assert_eq!(prof.iter().map(|p| p.1).sum::<u64>(), walks, "every walk is in the profile");
+    let keys: Vec<u64> = prof.iter().map(|p| (p.0 - base) / M2).collect();
+    assert_eq!(keys, vec![0, 3, 5], "regions in address order");
+    let share3 = prof[1].1 as f64 / walks as f64;
+    assert!((share3 - 0.5).abs() < 0.02, "region 3 got half the loads and so about half the walks: {share3}");
+    // Off by default, and then absent from the JSON.
+    let mut s = Simulator::new(&small("", &[])).unwrap();
+    s.batch(&b).unwrap();
+    assert!(s.result("t").miss_profile.is_none() && !s.result("t").to_json().contains("miss_profile"));
+}

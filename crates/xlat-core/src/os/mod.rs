@@ -198,6 +198,11 @@ pub struct Os {
     pub metadata: Box<dyn MetadataGranularity>,
     layout: Option<Layout>,
     mosaic: bool,
+    /// Mosaic with pools placed by the simulator: trace addresses are relocated into them.
+    /// False when `os.pools_at` says where the pools already are in the trace.
+    reloc: bool,
+    /// Pool start addresses (heap, anon, file) in the simulated address space.
+    pool_base: [u64; 3],
     mem_mib: u64,
     pub stats: OsStats,
     /// Invalidations for the MMU, drained after every OS operation.
@@ -229,6 +234,9 @@ impl Os {
             }
         }
         let policy = policy::make(cfg);
+        let pool_base =
+            cfg.os.pools_at.map_or([HEAP_POOL_BASE, ANON_POOL_BASE, FILE_POOL_BASE], |p| [p.heap, p.anon, p.file]);
+        let reloc = mosaic && cfg.os.pools_at.is_none();
         let mut os = Os {
             levels: cfg.os.levels as usize,
             pt: PageTables::default(),
@@ -243,6 +251,8 @@ impl Os {
             metadata: Box::new(policy::PerPage),
             layout,
             mosaic,
+            reloc,
+            pool_base,
             mem_mib: cfg.memory.size.0 >> 20,
             stats: OsStats::default(),
             inval: Vec::new(),
@@ -312,10 +322,11 @@ impl Os {
         };
         if self.mosaic {
             let l = self.layout.as_ref().expect("mosaic has a layout");
+            let b = self.pool_base;
             for (kind, base, size) in [
-                (PoolKind::Heap, HEAP_POOL_BASE, l.heap_size()),
-                (PoolKind::Anon, ANON_POOL_BASE, l.anon_size()),
-                (PoolKind::File, FILE_POOL_BASE, l.file_size()),
+                (PoolKind::Heap, b[0], l.heap_size()),
+                (PoolKind::Anon, b[1], l.anon_size()),
+                (PoolKind::File, b[2], l.file_size()),
             ] {
                 sp.vmas.insert(
                     base,
@@ -393,17 +404,14 @@ impl Os {
 
     /// Remove [start, end) of the trace address space from the chunks, releasing pool offsets.
     fn unchunk(&mut self, start: u64, end: u64) {
+        let pool_base = self.pool_base;
         let sp = &mut self.spaces[self.cur];
         sp.mru = (0, 0, 0);
         let keys: Vec<u64> = sp.chunks.range(..end).filter(|(_, c)| c.end > start).map(|(&s, _)| s).collect();
         for s in keys {
             let c = sp.chunks.remove(&s).expect("listed");
             let (cs, ce) = (s.max(start), c.end.min(end));
-            let base = match c.pool {
-                PoolKind::Heap => HEAP_POOL_BASE,
-                PoolKind::Anon => ANON_POOL_BASE,
-                PoolKind::File => FILE_POOL_BASE,
-            };
+            let base = pool_base[c.pool as usize];
             let off = c.sim - base + (cs - s);
             match c.pool {
                 PoolKind::Anon => sp.anon_pool.release(off, off + (ce - cs)),
@@ -610,6 +618,11 @@ impl Os {
         self.stats.syscalls += 1;
         let a = s.args;
         let failed = s.ret < 0 && s.ret > -4096;
+        if self.mosaic && !self.reloc {
+            if let Some(r) = self.syscall_pools_at(s, failed) {
+                return r;
+            }
+        }
         match s.kind {
             SyscallKind::Mmap if !failed => {
                 self.stats.mmaps += 1;
@@ -645,6 +658,93 @@ impl Os {
         }
     }
 
+    /// `os.pools_at`: the trace was recorded under the mosaic allocator, so the pools are at
+    /// their trace addresses and the program's own mappings never reach the kernel. Syscalls
+    /// on pool memory are the allocator's: mapping over it or returning it (munmap, DONTNEED)
+    /// frees its 4KB pages (huge pages stay, as in the allocator); the rest is handled as usual.
+    /// Returns None for the syscalls it leaves to the usual handling (brk, shm, failures).
+    fn syscall_pools_at(&mut self, s: &Syscall, failed: bool) -> Option<Result<(), SimError>> {
+        let a = s.args;
+        let (start, end) = match s.kind {
+            SyscallKind::Mmap if !failed => {
+                self.stats.mmaps += 1;
+                (s.ret as u64, page_up((s.ret as u64).saturating_add(a[1])))
+            }
+            SyscallKind::Munmap if s.ret == 0 => {
+                self.stats.munmaps += 1;
+                (a[0], page_up(a[0].saturating_add(a[1])))
+            }
+            SyscallKind::Madvise if s.ret == 0 => {
+                self.stats.madvises += 1;
+                (a[0], page_up(a[0].saturating_add(a[1])))
+            }
+            SyscallKind::Mremap if !failed => {
+                // Only the allocator's own (trimming) mremaps can reach the kernel; model the
+                // parts outside pools and return pool parts.
+                self.stats.mremaps += 1;
+                let old = page_down(a[0]);
+                let (old_end, ret) = (page_up(old + a[1]), s.ret as u64);
+                let new_end = page_up(ret + a[2]);
+                let inside = |o: &Os, x: u64, y: u64| o.pool_pieces(x, y).iter().any(|p| p.2);
+                if !inside(self, old, old_end) && !inside(self, ret, new_end) {
+                    return Some(self.mremap(a[0], a[1], a[2], ret));
+                }
+                let r = self.pools_at_op(old, old_end, |o, s, e| o.munmap(s, e));
+                return Some(r.and_then(|_| self.pools_at_op(ret, new_end, |o, s, e| o.mmap(s, e - s, MAP_ANONYMOUS))));
+            }
+            _ => return None,
+        };
+        let start = page_down(start);
+        Some(match s.kind {
+            SyscallKind::Mmap => self.pools_at_op(start, end, |o, s, e| o.mmap(s, e - s, a[3])),
+            SyscallKind::Munmap => self.pools_at_op(start, end, |o, s, e| o.munmap(s, e)),
+            _ => self.pools_at_op(start, end, |o, s, e| o.madvise(s, e, a[2])),
+        })
+    }
+
+    /// Apply `outside` to the parts of [start, end) outside every pool; free the 4KB pages of
+    /// the parts inside.
+    fn pools_at_op(
+        &mut self,
+        start: u64,
+        end: u64,
+        outside: impl Fn(&mut Os, u64, u64) -> Result<(), SimError>,
+    ) -> Result<(), SimError> {
+        for (s, e, in_pool) in self.pool_pieces(start, end) {
+            if in_pool {
+                self.release(s, e, true)?;
+            } else {
+                outside(self, s, e)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [start, end) cut at pool boundaries: (start, end, inside a pool).
+    fn pool_pieces(&self, start: u64, end: u64) -> Vec<(u64, u64, bool)> {
+        let l = self.layout.as_ref().expect("mosaic has a layout");
+        let sizes = [l.heap_size(), l.anon_size(), l.file_size()];
+        let mut cuts: Vec<(u64, u64)> = (0..3)
+            .map(|i| (self.pool_base[i], self.pool_base[i] + sizes[i]))
+            .filter(|&(s, e)| s < end && start < e)
+            .map(|(s, e)| (s.max(start), e.min(end)))
+            .collect();
+        cuts.sort_unstable();
+        let mut out = Vec::new();
+        let mut at = start;
+        for (s, e) in cuts {
+            if s > at {
+                out.push((at, s, false));
+            }
+            out.push((s, e, true));
+            at = e;
+        }
+        if at < end {
+            out.push((at, end, false));
+        }
+        out
+    }
+
     fn mmap(&mut self, addr: u64, len: u64, flags: u64) -> Result<(), SimError> {
         let huge = if flags & MAP_HUGETLB != 0 {
             Some(if (flags >> 26) & 0x3f == 30 { PageSize::Size1G } else { PageSize::Size2M })
@@ -663,7 +763,7 @@ impl Os {
             None if anon => VmaKind::Anon,
             None => VmaKind::File,
         };
-        if self.mosaic && huge.is_none() {
+        if self.reloc && huge.is_none() {
             let pool = if anon { PoolKind::Anon } else { PoolKind::File };
             let sp = &mut self.spaces[self.cur];
             let (ff, base) = match pool {
@@ -693,7 +793,7 @@ impl Os {
 
     fn munmap(&mut self, start: u64, end: u64) -> Result<(), SimError> {
         let start = page_down(start);
-        if !self.mosaic {
+        if !self.reloc {
             return self.unmap_sim(start, end);
         }
         for (s, e, sim, pool) in self.reloc_pieces(start, end) {
@@ -715,7 +815,7 @@ impl Os {
         let Some(initial) = sp.initial_brk else {
             sp.initial_brk = Some(new);
             sp.brk = new;
-            if self.mosaic {
+            if self.reloc {
                 let size = self.layout.as_ref().map_or(0, |l| l.heap_size());
                 let s = page_down(new);
                 sp.chunks.insert(s, Chunk { end: s + size, sim: HEAP_POOL_BASE, pool: PoolKind::Heap });
@@ -725,7 +825,7 @@ impl Os {
         };
         let old = sp.brk;
         sp.brk = new;
-        if self.mosaic {
+        if self.reloc {
             // The heap pool is reserved whole; the break only moves a pointer inside it.
             return Ok(());
         }
@@ -749,7 +849,7 @@ impl Os {
     fn mremap(&mut self, old: u64, old_len: u64, new_len: u64, ret: u64) -> Result<(), SimError> {
         let old = page_down(old);
         let (old_end, new_end) = (page_up(old + old_len), page_up(ret + new_len));
-        if self.mosaic {
+        if self.reloc {
             // The allocator serves mremap by allocate + copy + free; the copy is not in the
             // trace, so the new range starts unpopulated (documented approximation).
             let kind = self.vma_at(old).map(|v| v.kind);
@@ -808,7 +908,7 @@ impl Os {
 
     fn madvise(&mut self, start: u64, end: u64, advice: u64) -> Result<(), SimError> {
         let start = page_down(start);
-        let pieces = if self.mosaic { self.reloc_pieces(start, end) } else { vec![(start, end, start, None)] };
+        let pieces = if self.reloc { self.reloc_pieces(start, end) } else { vec![(start, end, start, None)] };
         for (s, e, sim, pool) in pieces {
             let (ss, se) = (sim, sim + (e - s));
             match advice {
@@ -950,6 +1050,88 @@ mod tests {
         o.syscall(&sys(SyscallKind::Mmap, &[0, 1 << 20, 3, 0x22, u64::MAX, 0], 0x7d00_0000_0000)).unwrap();
         assert_eq!(o.relocate(0x7d00_0000_0000), ANON_POOL_BASE);
         assert_eq!(o.relocate(0x7f00_0000_0000), 0x7f00_0000_0000, "unmapped: identity");
+    }
+
+    #[test]
+    fn mosaic_pools_at_trace_addresses() {
+        // A trace recorded under the allocator: the pools are where it put them; nothing moves.
+        let layout = "version = 1\n[heap]\nsize = \"2GiB\"\nwindows = [ { offset = \"4MiB\", length = \"4MiB\", page = \"2MB\" }, { offset = \"1GiB\", length = \"1GiB\", page = \"1GB\" } ]\n[anon]\nsize = \"1GiB\"\n[file]\nsize = \"1GiB\"\n";
+        let text = "name = \"t\"\n[memory]\nsize = \"8GiB\"\n[[tlb]]\nname = \"l1\"\nlevel = 1\nrole = \"data\"\nentries = 4\nways = 4\npage_sizes = [\"4KB\"]\n";
+        let (heap, anon, file) = (0x40_0000_0000u64, 0x48_0000_0000u64, 0x50_0000_0000u64);
+        let sets = [
+            format!("os.pools_at.heap={heap}"),
+            format!("os.pools_at.anon={anon}"),
+            format!("os.pools_at.file={file}"),
+        ];
+        let cfg = Config::build("t", text, &sets, Some(Layout::from_toml("l", layout).unwrap())).unwrap();
+        let mut o = Os::new(&cfg).unwrap();
+        // The allocator's reservation of the heap pool: 1GiB of slack, then the slack trimmed.
+        o.syscall(&sys(SyscallKind::Mmap, &[0, 3 << 30, 0, 0x4022, u64::MAX, 0], (heap - (1 << 29)) as i64)).unwrap();
+        o.syscall(&sys(SyscallKind::Munmap, &[heap - (1 << 29), 1 << 29], 0)).unwrap();
+        o.syscall(&sys(SyscallKind::Brk, &[0], 0x5555_5556_0000)).unwrap();
+        assert_eq!(o.relocate(heap + 0x10), heap + 0x10, "no relocation");
+        for (va, want) in [
+            (heap + 0x1000, PageSize::Size4K),
+            (heap + (5 << 20), PageSize::Size2M),
+            (heap + (8 << 20), PageSize::Size4K),
+            (heap + (1 << 30) + 77, PageSize::Size1G),
+            (anon + (4 << 20), PageSize::Size4K),
+            (0x5555_5556_0000, PageSize::Size4K),
+        ] {
+            o.fault(va).unwrap();
+            assert_eq!(o.lookup(va).unwrap().1, want, "{va:#x}");
+        }
+        assert!(o.vmas().iter().any(|v| v.start == heap && v.end == heap + (2 << 30)), "the heap pool VMA is whole");
+        // The allocator returns heap memory (DONTNEED): 4KB pages go, huge pages and the pool stay.
+        o.syscall(&sys(SyscallKind::Madvise, &[heap, 16 << 20, 4], 0)).unwrap();
+        assert_eq!(o.lookup(heap + 0x1000), None);
+        assert_eq!(o.lookup(heap + (5 << 20)).unwrap().1, PageSize::Size2M);
+        // A file mapped into the file pool (MAP_FIXED) keeps the pool VMA.
+        o.syscall(&sys(SyscallKind::Mmap, &[file, 1 << 20, 1, 0x12, 3, 0], file as i64)).unwrap();
+        o.fault(file + 4096).unwrap();
+        assert!(o.vmas().iter().any(|v| v.start == file && v.end == file + (1 << 30)));
+        assert_eq!(o.stats.pool_overflows, 0);
+        // Outside the pools, mappings behave as without a layout.
+        o.syscall(&sys(SyscallKind::Mmap, &[0, 1 << 20, 3, 0x22, u64::MAX, 0], 0x7f00_0000_0000)).unwrap();
+        o.fault(0x7f00_0000_1000).unwrap();
+        o.syscall(&sys(SyscallKind::Munmap, &[0x7f00_0000_0000, 1 << 20], 0)).unwrap();
+        assert_eq!(o.lookup(0x7f00_0000_1000), None);
+    }
+
+    #[test]
+    fn pools_at_is_checked() {
+        let text = "name = \"t\"\n[[tlb]]\nname = \"l1\"\nlevel = 1\nrole = \"data\"\nentries = 4\nways = 4\npage_sizes = [\"4KB\"]\n";
+        let lay = Layout::from_toml("l", "version = 1\n[heap]\nsize = \"2GiB\"\n").unwrap();
+        let g = 1u64 << 30;
+        for (sets, want) in [
+            (
+                vec![
+                    format!("os.pools_at.heap={}", g + 4096),
+                    format!("os.pools_at.anon={}", 64 * g),
+                    format!("os.pools_at.file={}", 128 * g),
+                ],
+                "os.pools_at.heap = 0x40001000 is not a nonzero multiple of 1GiB",
+            ),
+            (
+                vec![
+                    format!("os.pools_at.heap={g}"),
+                    format!("os.pools_at.anon={}", 2 * g),
+                    format!("os.pools_at.file={}", 128 * g),
+                ],
+                "the heap pool (0x40000000 + 2147483648 bytes) overlaps the anon pool",
+            ),
+            (vec![format!("os.pools_at.heap={g}")], "missing field `anon`"),
+        ] {
+            let e = Config::build("t", text, &sets, Some(lay.clone())).unwrap_err().0;
+            assert!(e.contains(want), "{e}");
+        }
+        let sets = [
+            format!("os.pools_at.heap={g}"),
+            format!("os.pools_at.anon={}", 64 * g),
+            format!("os.pools_at.file={}", 128 * g),
+        ];
+        let e = Config::from_toml("t", text, &sets).unwrap_err().0;
+        assert!(e.contains("os.pools_at only applies to os.policy = \"mosaic\""), "{e}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! creation for RMM, tiering for hybrid memories, metadata granularity for PRISM-like studies),
 //! each with the default that models today's Linux.
 
-use super::{Vma, VmaKind, ANON_POOL_BASE, HEAP_POOL_BASE};
+use super::{Vma, VmaKind};
 use crate::config::{Config, PageSize, Policy, ThpMode};
 use crate::layout::Layout;
 use serde::Serialize;
@@ -74,8 +74,8 @@ impl PageSizePolicy for Mosaic {
             return PageSize::Size4K;
         };
         match vma.kind {
-            VmaKind::Pool(PoolKind::Heap) => l.page_at(false, va - HEAP_POOL_BASE),
-            VmaKind::Pool(PoolKind::Anon) => l.page_at(true, va - ANON_POOL_BASE),
+            VmaKind::Pool(PoolKind::Heap) => l.page_at(false, va - vma.start),
+            VmaKind::Pool(PoolKind::Anon) => l.page_at(true, va - vma.start),
             _ => PageSize::Size4K,
         }
     }
