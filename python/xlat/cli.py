@@ -425,6 +425,9 @@ def build_parser() -> argparse.ArgumentParser:
     from xlat import tracing  # trace (real programs under QEMU) and import (lackey, ChampSim)
 
     tracing.register_cli(sub)
+    from xlat import experiment  # experiment mosmodel (real runs against simulated metrics)
+
+    experiment.register_cli(sub)
     return p
 
 

@@ -1,0 +1,132 @@
+"""``xlat experiment mosmodel``: layouts from a miss profile, fits on a dataset, and the whole
+experiment end to end on a small real program (traced under QEMU, timed under the mosaic
+allocator with real huge pages). The end-to-end test needs root (to reserve huge pages), gcc and
+qemu-user, which ``make setup`` installs."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from xlat import experiment
+from xlat.layout import MIB
+
+PROGS = Path(__file__).resolve().parent / "mosaic_progs"
+
+
+def _one_line(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+def test_quick_layouts_cover_the_used_pool_once_each():
+    prof = np.zeros(64)
+    prof[40:48] = 100  # the hot region: regions 40..47
+    lays = experiment.build_layouts("heap", prof, 64 * 2 * MIB, "quick", n=4, seed=3)
+    names = [lay.name for lay in lays]
+    assert names[0] == "growing-0of4" and not lays[0].heap.windows, "the first layout is all 4KB"
+    assert lays[4].heap.windows[0].length == 128 * MIB, "the last growing layout covers the used pool"
+    wins = [lay.heap.windows for lay in lays]
+    assert len(set(wins)) == len(wins), "no two layouts have the same windows"
+    for lay in lays:
+        assert lay.heap.size == 32 << 30, "pools keep the allocator's default size"
+        for w in lay.heap.windows:
+            assert w.end <= 128 * MIB and w.offset % (2 * MIB) == 0
+    # Sliding at 50%: the hot region is 4 regions (half of 8); the first window is exactly on it.
+    s0 = next(lay for lay in lays if lay.name == "sliding-x50-0of4")
+    assert (s0.heap.windows[0].offset, s0.heap.windows[0].length) == (40 * 2 * MIB, 4 * 2 * MIB)
+    assert 20 < len(experiment.build_layouts("heap", prof, 64 * 2 * MIB, "paper", n=8)) <= 54
+    with pytest.raises(experiment.ExperimentError, match="layout set 'bogus'"):
+        experiment.build_layouts("heap", prof, 64 * 2 * MIB, "bogus")
+
+
+def test_fits_recover_a_linear_runtime_and_report_every_model():
+    rng = np.random.default_rng(0)
+    C = np.linspace(1e6, 5e8, 20)
+    M = C / 40
+    H = rng.uniform(1e6, 2e6, 20)
+    df = pd.DataFrame({"H": H, "M": M, "C": C, "R_cycles": 2e9 + 1.3 * C})
+    _fitted, rows = experiment.fit_models(df, folds=5)
+    by = {r["model"]: r for r in rows}
+    assert list(by) == ["basu", "gandhi", "pham", "alam", "yaniv", "poly1", "poly2", "poly3", "mosmodel"]
+    assert by["poly1"]["max_error"] < 1e-9 and by["yaniv"]["max_error"] < 1e-9
+    assert by["mosmodel"]["max_error"] < 0.01
+    # Basu assumes R - C is constant, so a slope of 1.3 leaves it a measurable error.
+    assert by["basu"]["max_error"] > 0.01
+    for r in rows:
+        assert np.isfinite(r["cv_max_error"]), r
+
+
+def test_fit_failures_are_reported_not_raised():
+    df = pd.DataFrame(
+        {"H": [1.0, 2.0, 3.0], "M": [0.0, 0.0, 0.0], "C": [3.0, 2.0, 1.0], "R_cycles": [9.0, 8.0, 7.0]}
+    )
+    fitted, rows = experiment.fit_models(df, folds=3)
+    basu = next(r for r in rows if r["model"] == "basu")
+    assert "M=0" in basu["note"] and basu["max_error"] != basu["max_error"]  # NaN
+    assert "basu" not in fitted
+
+
+def test_cli_errors_are_one_sentence(xlat_cli, tmp_path):
+    p = xlat_cli("experiment", "mosmodel", "--workload", "nonesuch", check=False)
+    assert p.returncode == 1
+    assert "unknown experiment program 'nonesuch'" in _one_line(p.stderr)
+    p = xlat_cli("experiment", "mosmodel", check=False)
+    assert p.returncode == 1 and "--workload" in _one_line(p.stderr)
+    p = xlat_cli("experiment", "mosmodel", "--out", str(tmp_path), "--", "/nonexistent/prog", check=False)
+    assert p.returncode == 1 and "'/nonexistent/prog'" in _one_line(p.stderr)
+
+
+def test_experiment_end_to_end_on_a_small_program(xlat_cli, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("reserving huge pages needs root")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler (apt-get install gcc)")
+    exe = tmp_path / "gather"
+    subprocess.run([cc, "-O2", "-o", str(exe), str(PROGS / "gather.c")], check=True)
+    out = tmp_path / "exp"
+    p = xlat_cli(
+        "experiment", "mosmodel", "--workload", "gather", "--out", str(out), "-n", "2", "--min-reps", "2",
+        "--max-reps", "3", "--cov", "0.5", "--reserve-huge-pages", "--", str(exe), "48", "1000000",
+    )  # fmt: skip
+    assert "mosmodel" in p.stdout and "runtime noise: CoV" in p.stdout
+    df = pd.read_csv(out / "dataset.csv")
+    assert len(df) >= 5 and df["layout"].is_unique
+    all4k = df.set_index("layout").loc["growing-0of2"]
+    all2m = df.set_index("layout").loc["growing-2of2"]
+    # The simulated side: the whole used heap on 2MB pages removes nearly every walk.
+    assert all4k["M"] == df["M"].max() and all4k["C"] == df["C"].max()
+    assert all2m["M"] < 0.01 * all4k["M"] and all2m["faults_2m"] > 0
+    # The real side: the same layouts change the real runtime the same way.
+    assert all4k["R_s"] > 1.1 * all2m["R_s"], df[["layout", "R_s", "C"]]
+    assert df["high_water_match"].all(), "the timed runs allocated like the traced run"
+    assert (df["reps"] >= 2).all()
+    runs = pd.read_csv(out / "runs.csv")
+    assert (runs["honoured"] == 1).all()
+    assert (runs["rep"] == "warmup").sum() == len(df)
+    errors = pd.read_csv(out / "errors.csv")
+    assert len(errors) == 9 and np.isfinite(errors.set_index("model").loc["mosmodel", "max_error"])
+    with (out / "models.pkl").open("rb") as f:
+        fitted = pickle.load(f)
+    pred = fitted["mosmodel"].predict(df[["H", "M", "C"]].to_numpy(float))
+    assert np.allclose(pred, df["R_cycles"], rtol=0.5)
+    assert (out / "runtime_vs_walk_cycles.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["hardware_counters"] is False and summary["layouts"] == len(df)
+    # A second call reuses the trace, the simulations and the runs.
+    trace_mtime = (out / "trace.xlat").stat().st_mtime
+    n_runs = len(runs)
+    xlat_cli("experiment", "mosmodel", "-q", "--workload", "gather", "--out", str(out), "-n", "2",
+             "--min-reps", "2", "--max-reps", "3", "--cov", "0.5", "--reserve-huge-pages", "--", str(exe), "48",
+             "1000000")  # fmt: skip
+    assert (out / "trace.xlat").stat().st_mtime == trace_mtime
+    assert len(pd.read_csv(out / "runs.csv")) == n_runs
