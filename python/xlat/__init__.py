@@ -42,11 +42,13 @@ _API = {
     "SimResult": "xlat.sim",
     "ConfigError": "xlat.sim",
     "SimulationError": "xlat.sim",
+    "mosmodel_experiment": "xlat.experiment",
 }
 
 __all__ = sorted(_API)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from xlat.experiment import mosmodel_experiment  # noqa: F401
     from xlat.sim import ConfigError, SimResult, SimulationError, simulate, simulate_many  # noqa: F401
     from xlat.trace import (  # noqa: F401
         Event,
