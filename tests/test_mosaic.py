@@ -339,6 +339,33 @@ def test_thp_mode_windows_get_transparent_huge_pages(lib, tmp_path):
     assert heap0.anon_huge_kb >= 256 * 1024 and heap0.anon_huge_kb >= heap0.rss_kb, rep.format()
 
 
+def test_program_thp_advice_in_pools_is_ignored(lib, tmp_path):
+    """A program's own MADV_HUGEPAGE (NumPy advises it on large arrays) must not put transparent
+    huge pages outside the windows: the layout decides."""
+    if "[never]" in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text():
+        pytest.skip("transparent huge pages are disabled on this machine")
+    # Untouched pool memory, advised, then touched: without the override the kernel backs the
+    # advised 32MiB with transparent huge pages.
+    script = (
+        "import ctypes, re\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.malloc.restype = ctypes.c_void_p\n"
+        "a = libc.malloc(ctypes.c_size_t(64 << 20))\n"
+        "s = (a + (2 << 20) - 1) & ~((2 << 20) - 1)\n"
+        "rc = libc.madvise(ctypes.c_void_p(s), ctypes.c_size_t(32 << 20), 14)  # MADV_HUGEPAGE\n"
+        "ctypes.memset(a, 1, 64 << 20)\n"
+        "t = open('/proc/self/smaps_rollup').read()\n"
+        "print(rc, re.search(r'AnonHugePages:\\s+(\\d+)', t).group(1))\n"
+    )
+    for mode in ("hugetlb", "thp"):
+        p = subprocess.run(
+            [sys.executable, "-c", script], env=mosaic.mosaic_env(load_layout(LAYOUTS / "all-4KB.toml"), mode),
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        assert p.stdout == "0 0\n", f"{mode}: madvise returned / AnonHugePages kB: {p.stdout}"
+
+
 def test_verify_fails_when_layout_not_honoured(lib, hugepages, tmp_path):
     """--best-effort with more 2MB pages than exist: the program runs on 4KB pages, and verify says so."""
     avail = mosaic.status()["2MB"]["available"]

@@ -661,7 +661,8 @@ impl Os {
     /// `os.pools_at`: the trace was recorded under the mosaic allocator, so the pools are at
     /// their trace addresses and the program's own mappings never reach the kernel. Syscalls
     /// on pool memory are the allocator's: mapping over it or returning it (munmap, DONTNEED)
-    /// frees its 4KB pages (huge pages stay, as in the allocator); the rest is handled as usual.
+    /// frees its 4KB pages (huge pages stay, as in the allocator); other advice on pool memory
+    /// changes nothing (the allocator ignores THP advice there); the rest is handled as usual.
     /// Returns None for the syscalls it leaves to the usual handling (brk, shm, failures).
     fn syscall_pools_at(&mut self, s: &Syscall, failed: bool) -> Option<Result<(), SimError>> {
         let a = s.args;
@@ -698,7 +699,16 @@ impl Os {
         Some(match s.kind {
             SyscallKind::Mmap => self.pools_at_op(start, end, |o, s, e| o.mmap(s, e - s, a[3])),
             SyscallKind::Munmap => self.pools_at_op(start, end, |o, s, e| o.munmap(s, e)),
-            _ => self.pools_at_op(start, end, |o, s, e| o.madvise(s, e, a[2])),
+            // Only returning memory frees pool pages; THP advice there is the program's, and the
+            // allocator ignores it (the layout decides).
+            _ if matches!(a[2], MADV_DONTNEED | MADV_FREE | MADV_REMOVE) => {
+                self.pools_at_op(start, end, |o, s, e| o.madvise(s, e, a[2]))
+            }
+            _ => self
+                .pool_pieces(start, end)
+                .into_iter()
+                .filter(|p| !p.2)
+                .try_for_each(|(s, e, _)| self.madvise(s, e, a[2])),
         })
     }
 
@@ -1082,6 +1092,9 @@ mod tests {
             assert_eq!(o.lookup(va).unwrap().1, want, "{va:#x}");
         }
         assert!(o.vmas().iter().any(|v| v.start == heap && v.end == heap + (2 << 30)), "the heap pool VMA is whole");
+        // THP advice on pool memory (older allocators passed NumPy's through) frees nothing.
+        o.syscall(&sys(SyscallKind::Madvise, &[heap, 16 << 20, 14], 0)).unwrap();
+        assert_eq!(o.lookup(heap + 0x1000).unwrap().1, PageSize::Size4K);
         // The allocator returns heap memory (DONTNEED): 4KB pages go, huge pages and the pool stay.
         o.syscall(&sys(SyscallKind::Madvise, &[heap, 16 << 20, 4], 0)).unwrap();
         assert_eq!(o.lookup(heap + 0x1000), None);
