@@ -122,6 +122,7 @@ def test_experiment_end_to_end_on_a_small_program(xlat_cli, tmp_path):
     assert (out / "runtime_vs_walk_cycles.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["hardware_counters"] is False and summary["layouts"] == len(df)
+    assert "| mosmodel |" in (out / "report.md").read_text()
     # A second call reuses the trace, the simulations and the runs.
     trace_mtime = (out / "trace.xlat").stat().st_mtime
     n_runs = len(runs)

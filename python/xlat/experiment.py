@@ -583,10 +583,44 @@ class ExperimentResult:
             )
         lines.append("")
         lines.append(
-            f"saved in {self.out}: dataset.csv, runs.csv, errors.csv, models.pkl, summary.json, "
+            f"saved in {self.out}: dataset.csv, runs.csv, errors.csv, models.pkl, summary.json, report.md, "
             "runtime_vs_walk_cycles.png"
         )
         return "\n".join(lines)
+
+    def markdown(self) -> str:
+        """The result as Markdown (``report.md``): setup, noise, and the error table."""
+        s = self.summary
+        r2 = ", ".join(f"{k} {v:.3f}" for k, v in s["single_input_r2"].items())
+        out = [
+            f"### {s['program']}",
+            "",
+            f"- command: `{' '.join(s['argv'])[:200]}`",
+            f"- {s['layouts']} layouts ({s['layout_set']}) of 2MB windows over the used {s['pool_used_bytes'] >> 20} MiB "
+            f"of the {s['pool']} pool; H, M, C simulated with the `{s['cpu']}` preset from a whole-run trace of "
+            f"{s['trace']['accesses']:,} accesses (no hardware counters on this machine)",
+            f"- R: median process {s['metric']} time over the repetitions x {s['ghz']:.3f} GHz; runtime range "
+            f"{s['R_min_s']:.3f}-{s['R_max_s']:.3f} s ({s['R_spread']:.1%} between the fastest and slowest layout)",
+            f"- runtime noise: coefficient of variation per layout median {s['cov_median']:.2%}, max "
+            f"{s['cov_max']:.2%} (threshold {s['cov_threshold']:.0%}; {s['reps_total']} timed runs, "
+            f"{s['reps_min']}-{s['reps_max']} per layout, plus one verified warm-up each)",
+            f"- same work: heap high-water mark of every timed run equals the traced run's: "
+            f"{'yes' if s['high_water_match_all'] else 'NO'}",
+            f"- single-input R²: {r2}",
+            "",
+            "| model | max error | geomean error | CV max error | CV geomean error | note |",
+            "|---|---|---|---|---|---|",
+        ]
+
+        def pct(v: float) -> str:
+            return "n/a" if v != v else f"{v:.2%}"
+
+        for e in self.errors:
+            out.append(
+                f"| {e['model']} | {pct(e['max_error'])} | {pct(e['geomean_error'])} | {pct(e['cv_max_error'])} "
+                f"| {pct(e['cv_geomean_error'])} | {e.get('note', '')} |"
+            )
+        return "\n".join(out) + "\n"
 
 
 def mosmodel_experiment(
@@ -729,7 +763,9 @@ def mosmodel_experiment(
         "errors": errors,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
-    return ExperimentResult(out, df, errors, fitted, summary)
+    res = ExperimentResult(out, df, errors, fitted, summary)
+    (out / "report.md").write_text(res.markdown())
+    return res
 
 
 # ---- command line ------------------------------------------------------------------------------------
