@@ -131,3 +131,8 @@ def test_experiment_end_to_end_on_a_small_program(xlat_cli, tmp_path):
              "1000000")  # fmt: skip
     assert (out / "trace.xlat").stat().st_mtime == trace_mtime
     assert len(pd.read_csv(out / "runs.csv")) == n_runs
+    # --simulate-only stops before the real runs.
+    p = xlat_cli("experiment", "mosmodel", "-q", "--simulate-only", "--workload", "gather", "--out", str(out),
+                 "-n", "2", "--", str(exe), "48", "1000000")  # fmt: skip
+    sim = pd.read_csv(out / "simulated.csv")
+    assert list(sim["layout"]) == list(df["layout"]) and "not run" in p.stdout

@@ -585,6 +585,12 @@ class ExperimentResult:
 
     def format(self) -> str:
         s = self.summary
+        if s.get("simulate_only"):
+            cols = ["layout", "H", "M", "C", "walks_pki", "faults_2m"]
+            return (
+                f"{s['program']}: {len(self.dataset)} layouts simulated ({s['cpu']} preset), not run; "
+                f"saved in {self.out}/simulated.csv\n" + self.dataset[cols].to_string(index=False)
+            )
         lines = [
             f"{s['program']}: {s['layouts']} layouts, R = {s['estimator']} process {s['metric']} time x {s['ghz']:.3f} GHz; "
             f"H, M, C simulated ({s['cpu']} preset; "
@@ -666,6 +672,7 @@ def mosmodel_experiment(
     folds: int = 5,
     threads: int | None = None,
     reserve: bool = False,
+    simulate_only: bool = False,
     log: Callable[[str], None] | None = None,
 ) -> ExperimentResult:
     """Run the whole experiment for ``program`` (a name of :func:`programs` or a :class:`Program`)
@@ -700,6 +707,10 @@ def mosmodel_experiment(
     for lay in lays:
         _write_layout(lay, out / "layouts")
     sims = simulate_layouts(trace, meta, lays, cpu, out, threads, log)
+    if simulate_only:
+        df = pd.DataFrame([{"layout": lay.name, **sims[lay.name]} for lay in lays])
+        df.to_csv(out / "simulated.csv", index=False)
+        return ExperimentResult(out, df, [], {}, {"program": prog.name, "simulate_only": True, "cpu": cpu})
 
     need = max(lay.huge_pages_needed()["2MB"] for lay in lays)
     added = 0
@@ -855,6 +866,7 @@ def _mosmodel_from_args(args) -> ExperimentResult:
         folds=args.folds,
         threads=args.threads,
         reserve=args.reserve_huge_pages,
+        simulate_only=args.simulate_only,
         log=log,
     )
 
@@ -920,6 +932,11 @@ def register_cli(sub: Any) -> None:
         "--reserve-huge-pages",
         action="store_true",
         help="reserve the 2MB huge pages the layouts need, and release them afterwards",
+    )
+    s.add_argument(
+        "--simulate-only",
+        action="store_true",
+        help="stop after simulating the layouts (H, M, C per layout in simulated.csv); no real runs",
     )
     s.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
     s.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS (instead of a built-in)")
