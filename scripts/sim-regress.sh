@@ -2,7 +2,7 @@
 # Regression check of the simulator's results: runs the matrix of
 # crates/xlat-core/examples/regress.rs (every preset x 4KB/THP/mosaic x stream, gups, chase, zipf,
 # bfs x LRU/tree-PLRU/FIFO/random x data through the caches off/on) with the working tree and
-# with a base commit (default: main), and fails unless the result JSON is byte-identical.
+# with a base commit (default: where the current branch left main), and fails unless the result JSON is byte-identical.
 #
 #   scripts/sim-regress.sh [BASE]          (XLAT_REGRESS_ONLY=gups: one workload only)
 #
@@ -10,7 +10,7 @@
 # worktree of BASE, and kept in target/sim-regress/<commit>[-<only>].txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-base=$(git rev-parse "${1:-main}")
+base=$(git rev-parse "${1:-$(git merge-base HEAD main)}")
 only=${XLAT_REGRESS_ONLY:-}
 dir=target/sim-regress
 mkdir -p "$dir"
