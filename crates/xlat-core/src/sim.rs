@@ -556,7 +556,8 @@ impl Simulator {
             }
         }
         let t0 = b.tid[lo];
-        if b.tid[lo..hi].iter().all(|&t| t == t0) {
+        // A fold, not `all`: no early exit, so it vectorises (almost every range is one thread).
+        if b.tid[lo..hi].iter().fold(true, |same, &t| same & (t == t0)) {
             // The first count seeds the thread's baseline if the thread is new.
             self.set_icount(t0, b.icount[lo]);
             self.set_icount(t0, b.icount[hi - 1]);
