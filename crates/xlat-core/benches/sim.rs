@@ -51,6 +51,10 @@ fn main() {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
         Config::from_toml("skylake", sky, &sets).expect("valid")
     };
+    // XLAT_BENCH_ONLY: comma-separated parts of case names ("stream,THP,scaling").
+    let filter: Option<Vec<String>> =
+        std::env::var("XLAT_BENCH_ONLY").ok().map(|o| o.split(',').map(str::to_string).collect());
+    let wanted = |name: &str| filter.as_ref().is_none_or(|o| o.iter().any(|p| name.contains(p.as_str())));
     let cases = [
         ("stream (4KB)", format!("workload:stream?size=1GiB&accesses={n}"), cfg(&[])),
         ("gups 8GiB 4KB", format!("workload:gups?size=8GiB&accesses={n}"), cfg(&[])),
@@ -71,7 +75,7 @@ fn main() {
             spec.split(['?', ':']).nth(1).unwrap_or("w"),
             if spec.contains("8GiB") { "8g" } else { "1g" }
         ));
-        if !std::env::var("XLAT_BENCH_ONLY").map_or(true, |o| name.contains(o.as_str())) {
+        if !wanted(name) {
             continue;
         }
         write_trace(spec, &file);
@@ -130,7 +134,7 @@ fn main() {
             r.counters["walker.walks"] as f64 / acc as f64
         );
     }
-    if std::env::var("XLAT_BENCH_ONLY").is_ok_and(|o| !"scaling".contains(o.as_str())) {
+    if !wanted("scaling") {
         return;
     }
     // Scaling: the gups trace under two configurations, sequentially and on two threads.

@@ -4,6 +4,7 @@
 //! when `sets` is a power of two), so 1536 entries / 12 ways = 128 sets and 2048 / 12 work alike.
 
 use serde::{Deserialize, Serialize};
+use std::hint::select_unpredictable;
 
 /// Tag of an empty slot. Callers never use it as a real tag (TLB and cache keys leave the top
 /// bits clear or are constructed so that they never equal it).
@@ -224,18 +225,7 @@ impl SetAssoc {
     fn victim(&mut self, set: usize) -> usize {
         let base = set * self.stride;
         if let Some(sa) = self.stamp_at {
-            // Empty slots have stamp 0 and valid ones >= 1, so one pass finds the first empty
-            // slot or else the oldest.
-            let row = &self.mem[base + sa..base + sa + self.ways];
-            let mut best = 0;
-            let mut min = row[0];
-            // Conditional moves, not branches: which way is oldest is unpredictable.
-            for (w, &st) in row.iter().enumerate().skip(1) {
-                let older = st < min;
-                best = if older { w } else { best };
-                min = if older { st } else { min };
-            }
-            return best;
+            return oldest(&self.mem[base + sa..base + sa + self.ways]);
         }
         if let Some(w) = self.mem[base..base + self.ways].iter().position(|&t| t == INVALID) {
             return w;
@@ -257,6 +247,31 @@ impl SetAssoc {
     /// Returns (hit, evicted a valid line).
     #[inline]
     pub fn access(&mut self, set: usize, tag: u64) -> (bool, bool) {
+        if let (Some(_), None, true) = (self.stamp_at, self.data_at, self.ways <= 16) {
+            // LRU or FIFO without payloads (a cache level): one pass over the row finds the
+            // tag and the victim a miss would evict, both without branches. (The stamps follow
+            // the tags in the row.)
+            let base = set * self.stride;
+            let (tags, stamps) = self.mem[base..base + 2 * self.ways].split_at_mut(self.ways);
+            let mut found = usize::MAX;
+            let victim = oldest(stamps);
+            for (w, &t) in tags.iter().enumerate() {
+                found = select_unpredictable(t == tag, w, found);
+            }
+            self.clock += 1;
+            if found != usize::MAX {
+                if self.repl == Replacement::Lru {
+                    stamps[found] = self.clock;
+                } else {
+                    self.clock -= 1; // FIFO: a hit changes nothing
+                }
+                return (true, false);
+            }
+            let w = victim;
+            let old = std::mem::replace(&mut tags[w], tag);
+            stamps[w] = self.clock;
+            return (false, old != INVALID);
+        }
         if self.lookup(set, tag).is_some() {
             return (true, false);
         }
@@ -314,6 +329,20 @@ impl SetAssoc {
         let base = set * self.stride;
         self.mem[base..base + self.ways].iter().copied().filter(|&t| t != INVALID).collect()
     }
+}
+
+/// The way of the oldest stamp (the first such way on a tie: the first empty slot, whose stamp
+/// is 0, before any valid one). Conditional moves, not branches: which way is oldest is
+/// unpredictable (and a vectorised minimum of u64 words is slow without SSE4.2).
+#[inline(always)]
+fn oldest(stamps: &[u64]) -> usize {
+    let (mut best, mut min) = (0, stamps[0]);
+    for (w, &st) in stamps.iter().enumerate().skip(1) {
+        let older = st < min;
+        best = select_unpredictable(older, w, best);
+        min = select_unpredictable(older, st, min);
+    }
+    best
 }
 
 /// A host prefetch hint (x86-64 only; elsewhere nothing).

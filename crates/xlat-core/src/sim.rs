@@ -38,26 +38,98 @@ struct Probe {
     size_bits: u64,
 }
 
-/// The last first-level TLB hit: the page, the TLB that held it and the translation.
+/// The last first-level TLB hits that are each the most recently used entry of their set.
 ///
-/// An access to the same page by the same role right after a hit hits the same entry again, and
-/// re-hitting an entry that is already the most recently used of its set changes no replacement
+/// Re-hitting an entry that is already the most recently used of its set changes no replacement
 /// state (LRU: every set's order is kept, stamps come from one clock; tree-PLRU: the same bits;
 /// FIFO and random: nothing on hits). Such an access only counts a hit, so it skips the probe.
-/// The memo is dropped on every miss (fills and evictions) and every side event
-/// (invalidations, context switches), and is replaced by every other access.
+/// A memo of a few such entries, not only the last one, catches kernels that interleave a few
+/// arrays (STREAM triad: three pages in turn).
+///
+/// An entry stays valid while its entry is its set's most recently used: a probe that hits
+/// another entry of the same set drops it; every miss (fills and evictions) and every side event
+/// (invalidations, context switches) drops them all. Keys (page and role) are kept apart from
+/// the translations so that the check of all entries is a few compares over two small arrays.
+///
+/// Hits through the memo are counted per entry and added to the TLB's count when the entry is
+/// replaced or the memo is flushed (at the end of each range): one counter incremented by
+/// every access would chain every access to the last through memory.
 #[derive(Clone, Copy)]
 struct Memo {
-    /// `va >> shift` of the page, or `u64::MAX` when empty (no page number is that large).
-    page: u64,
-    shift: u32,
-    role: usize,
+    /// `(va >> shift) | role << 63` of the page, or `u64::MAX` when empty (page numbers of
+    /// 57-bit addresses never reach bit 57).
+    key: [u64; MEMO],
+    shift: [u32; MEMO],
+    hit: [MemoHit; MEMO],
+    /// Hits through each entry not yet added to its TLB's count.
+    hits: [u64; MEMO],
+    /// Entry replaced by the next insertion (round robin).
+    next: usize,
+}
+
+const MEMO: usize = 4;
+
+/// The translation of a memo entry and where it sits.
+#[derive(Clone, Copy)]
+struct MemoHit {
     tlb: u32,
+    set: u32,
     size: u8,
     pfn: u64,
 }
 
-const NO_MEMO: Memo = Memo { page: u64::MAX, shift: 0, role: 0, tlb: 0, size: 0, pfn: 0 };
+impl Memo {
+    const EMPTY: Memo = Memo {
+        key: [u64::MAX; MEMO],
+        shift: [0; MEMO],
+        hit: [MemoHit { tlb: 0, set: u32::MAX, size: 0, pfn: 0 }; MEMO],
+        hits: [0; MEMO],
+        next: 0,
+    };
+
+    /// The entry holding the page of `va` for role bit `rbit`, if any.
+    #[inline(always)]
+    fn find(&self, va: u64, rbit: u64) -> Option<usize> {
+        // Branch-free over the entries: which one matches varies from access to access.
+        let mut found = usize::MAX;
+        for j in 0..MEMO {
+            found = if (va >> self.shift[j]) | rbit == self.key[j] { j } else { found };
+        }
+        (found != usize::MAX).then_some(found)
+    }
+
+    /// Record a hit on `h.tlb`'s set `h.set`: it becomes that set's most recently used entry,
+    /// so other entries of the set are dropped.
+    #[inline(always)]
+    fn insert(&mut self, tlbs: &mut [Tlb], key: u64, shift: u32, h: MemoHit) {
+        for j in 0..MEMO {
+            if self.hit[j].tlb == h.tlb && self.hit[j].set == h.set {
+                self.key[j] = u64::MAX;
+            }
+        }
+        let j = self.next;
+        tlbs[self.hit[j].tlb as usize].hits += std::mem::take(&mut self.hits[j]);
+        self.key[j] = key;
+        self.shift[j] = shift;
+        self.hit[j] = h;
+        self.next = (j + 1) % MEMO;
+    }
+
+    /// Add the pending hits to the TLBs' counts.
+    fn flush(&mut self, tlbs: &mut [Tlb]) {
+        for j in 0..MEMO {
+            if self.hits[j] > 0 {
+                tlbs[self.hit[j].tlb as usize].hits += std::mem::take(&mut self.hits[j]);
+            }
+        }
+    }
+
+    /// Flush, then drop every entry.
+    fn clear(&mut self, tlbs: &mut [Tlb]) {
+        self.flush(tlbs);
+        *self = Memo::EMPTY;
+    }
+}
 
 /// The simulator of one configuration.
 pub struct Simulator {
@@ -192,7 +264,7 @@ impl Simulator {
             next_sample: cfg.sim.interval_accesses.max(cfg.sim.interval_instructions),
             prefetching: false,
             miss_profile: cfg.sim.miss_profile.then(HashMap::new),
-            memo: NO_MEMO,
+            memo: Memo::EMPTY,
             os,
             cfg: cfg.clone(),
         })
@@ -212,11 +284,12 @@ impl Simulator {
     fn access<const MOSAIC: bool, const DATA: bool>(&mut self, va: u64, kind: u8) -> Result<(), SimError> {
         let va = if MOSAIC { self.os.relocate(va) } else { va } & self.va_mask;
         let r = (kind == 2) as usize;
-        let m = self.memo;
-        if (va >> m.shift) == m.page && m.role == r {
-            self.tlbs[m.tlb as usize].hits += 1;
+        let rbit = (r as u64) << 63;
+        if let Some(j) = self.memo.find(va, rbit) {
+            let h = self.memo.hit[j];
+            self.memo.hits[j] += 1;
             if DATA {
-                self.data_access(m.pfn, PageSize::from_index(m.size as usize), va);
+                self.data_access(h.pfn, PageSize::from_index(h.size as usize), va);
             }
             return Ok(());
         }
@@ -236,7 +309,8 @@ impl Simulator {
             let set = t.arr.set_of(key & VPN_MASK);
             if let Some(pfn) = t.arr.lookup(set, key) {
                 t.hits += 1;
-                self.memo = Memo { page: va >> p.shift, shift: p.shift, role: r, tlb: p.tlb, size: p.size, pfn };
+                let h = MemoHit { tlb: p.tlb, set: set as u32, size: p.size, pfn };
+                self.memo.insert(&mut self.tlbs, (va >> p.shift) | rbit, p.shift, h);
                 if DATA {
                     self.data_access(pfn, PageSize::from_index(p.size as usize), va);
                 }
@@ -244,7 +318,7 @@ impl Simulator {
             }
         }
         self.l1_misses[r] += 1;
-        self.memo = NO_MEMO;
+        self.memo.clear(&mut self.tlbs);
         let (pfn, s) = self.miss(va, r)?;
         if DATA {
             self.data_access(pfn, s, va);
@@ -375,7 +449,7 @@ impl Simulator {
     }
 
     fn side(&mut self, body: &SideBody) -> Result<(), SimError> {
-        self.memo = NO_MEMO;
+        self.memo.clear(&mut self.tlbs);
         match body {
             SideBody::Syscall(s) => {
                 self.os.syscall(s)?;
@@ -407,6 +481,18 @@ impl Simulator {
         lo: usize,
         hi: usize,
     ) -> Result<(), SimError> {
+        let r = self.run_accesses::<MOSAIC, DATA>(b, lo, hi);
+        // The counters are complete after every range (even one that failed).
+        self.memo.flush(&mut self.tlbs);
+        r
+    }
+
+    fn run_accesses<const MOSAIC: bool, const DATA: bool>(
+        &mut self,
+        b: &Batch,
+        lo: usize,
+        hi: usize,
+    ) -> Result<(), SimError> {
         // When walks are frequent, the simulator's own time goes to host cache misses on the
         // page-table entry and the cache rows a walk reads; prefetching them a few accesses
         // ahead overlaps those misses. Prefetches change no simulated state.
@@ -424,8 +510,8 @@ impl Simulator {
                     self.access::<MOSAIC, DATA>(b.addr[k], b.kind[k])?;
                 }
             } else {
-                for k in i..chunk_end {
-                    self.access::<MOSAIC, DATA>(b.addr[k], b.kind[k])?;
+                for (&a, &k) in b.addr[i..chunk_end].iter().zip(&b.kind[i..chunk_end]) {
+                    self.access::<MOSAIC, DATA>(a, k)?;
                 }
             }
             // Turn prefetching on when more than 1 access in 32 walked.
@@ -476,7 +562,8 @@ impl Simulator {
             }
         }
         let t0 = b.tid[lo];
-        if b.tid[lo..hi].iter().all(|&t| t == t0) {
+        // A fold, not `all`: no early exit, so it vectorises (almost every range is one thread).
+        if b.tid[lo..hi].iter().fold(true, |same, &t| same & (t == t0)) {
             // The first count seeds the thread's baseline if the thread is new.
             self.set_icount(t0, b.icount[lo]);
             self.set_icount(t0, b.icount[hi - 1]);
