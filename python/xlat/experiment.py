@@ -578,6 +578,12 @@ def plot(df, fitted: dict[str, Any], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def _short_command(argv: Sequence[str], limit: int = 160) -> str:
+    """One line: a multi-line argument (a ``python -c`` script) is joined with ``⏎``."""
+    text = " ".join(a.replace("\n", " ⏎ ") for a in argv)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 @dataclass
 class ExperimentResult:
     out: Path
@@ -628,7 +634,7 @@ class ExperimentResult:
         out = [
             f"### {s['program']}",
             "",
-            f"- command: `{' '.join(s['argv'])[:200]}`",
+            f"- command: `{_short_command(s['argv'])}`",
             f"- {s['layouts']} layouts ({s['layout_set']}) of 2MB windows over the used {s['pool_used_bytes'] >> 20} MiB "
             f"of the {s['pool']} pool; H, M, C simulated with the `{s['cpu']}` preset from a whole-run trace of "
             f"{s['trace']['accesses']:,} accesses ("
