@@ -13,8 +13,23 @@ fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+/// Whether `path` reads to its end without error (a cached trace from an older format does not).
+fn readable(path: &std::path::Path) -> bool {
+    let Ok(mut src) = source::open(&path.to_string_lossy()) else {
+        return false;
+    };
+    let mut b = Batch::default();
+    loop {
+        match src.next_batch(&mut b) {
+            Ok(true) => {}
+            Ok(false) => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
 fn write_trace(spec: &str, path: &std::path::Path) {
-    if path.exists() {
+    if path.exists() && readable(path) {
         return;
     }
     let mut src = source::open(spec).expect("workload");
