@@ -81,6 +81,10 @@ def test_cli_errors_are_one_sentence(xlat_cli, tmp_path):
     assert "unknown experiment program 'nonesuch'" in _one_line(p.stderr)
     p = xlat_cli("experiment", "mosmodel", check=False)
     assert p.returncode == 1 and "--workload" in _one_line(p.stderr)
+    p = xlat_cli("experiment", "mosmodel", "--workload", "sysbench-rnd", "--min-reps", "1", "--out", str(tmp_path),
+                 check=False)  # fmt: skip
+    assert p.returncode == 1 and "2 <= min (1)" in _one_line(p.stderr), "checked before any work"
+    assert not (tmp_path / "trace.xlat").exists()
     p = xlat_cli("experiment", "mosmodel", "--out", str(tmp_path), "--", "/nonexistent/prog", check=False)
     assert p.returncode == 1 and "'/nonexistent/prog'" in _one_line(p.stderr)
 

@@ -697,14 +697,20 @@ def mosmodel_experiment(
                 f"unknown experiment program {program!r}; choose one of {', '.join(table)}."
             )
         program = table[program]
-    prog = _resolve(program)
     if n < 1:
         raise ExperimentError(f"n = {n} must be at least 1.")
     if not 0 < cov < 1:
         raise ExperimentError(f"the CoV threshold {cov} must be between 0 and 1.")
     if estimator not in ("median", "min"):
         raise ExperimentError(f"estimator {estimator!r} is not median or min.")
+    if metric not in RUNTIME_METRICS:
+        raise ExperimentError(f"runtime metric {metric!r} is not one of {', '.join(RUNTIME_METRICS)}.")
+    if not 2 <= min_reps <= max_reps:
+        raise ExperimentError(f"repetitions must satisfy 2 <= min ({min_reps}) <= max ({max_reps}).")
+    if folds < 2:
+        raise ExperimentError(f"cross-validation needs at least 2 folds, not {folds}.")
     pick = np.median if estimator == "median" else np.min
+    prog = _resolve(program)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     freq = ghz if ghz is not None else cpu_ghz()
