@@ -155,7 +155,9 @@ def _base_layout() -> Layout:
     return parse_layout('version = 1\nname = "all-4KB"\ndescription = "every pool on 4KB pages"')
 
 
-def _read_map(report_dir: str, pid: int | None = None) -> dict[str, dict[str, int]]:
+def _read_map(report_dir: str, pid: int | None = None):
+    """The allocator's map report (:class:`xlat.mosaic.MapFile`) in ``report_dir``: of ``pid``, or
+    the only process's."""
     from xlat.mosaic import parse_map
 
     maps = sorted(Path(report_dir).glob("map.*"))
@@ -165,7 +167,7 @@ def _read_map(report_dir: str, pid: int | None = None) -> dict[str, dict[str, in
         raise ExperimentError(
             f"the mosaic allocator wrote no report in {report_dir} (did the program start?)."
         )
-    return parse_map(maps[0].read_text()).pools
+    return parse_map(maps[0].read_text())
 
 
 def record(prog: Program, out: Path, log=None) -> dict[str, Any]:
@@ -192,7 +194,7 @@ def record(prog: Program, out: Path, log=None) -> dict[str, Any]:
         if summary["status"] != 0:
             raise ExperimentError(f"the traced run of {prog.name} exited with status {summary['status']}.")
         first = summary["processes"][0]
-        pools = _read_map(rep, first["pid"])
+        pools = _read_map(rep, first["pid"]).pools
     finally:
         shutil.rmtree(rep, ignore_errors=True)
     meta = {
@@ -299,18 +301,17 @@ def simulate_layouts(
     threads: int | None = None,
     log=None,
 ) -> dict[str, dict[str, float]]:
-    """H, M, C (and a few more metrics) of every layout; results cached in ``out/sim/NAME.json``."""
+    """H, M, C (and a few more metrics) of every layout; writes the layouts to ``out/layouts/``;
+    results cached in ``out/sim/NAME.json``."""
     from xlat.sim import Run, SimResult, simulate_many
 
+    paths = {lay.name: _write_layout(lay, out / "layouts") for lay in layouts}
     d = out / "sim"
     d.mkdir(parents=True, exist_ok=True)
     todo = [lay for lay in layouts if not (d / f"{lay.name}.json").exists()]
     if todo:
         _say(log, f"simulate: {len(todo)} layouts ({cpu} preset, pools at their traced addresses) ...")
-        runs = [
-            Run(cpu=cpu, set=tuple(_pools_at(meta)), layout=str(_write_layout(lay, out / "layouts")))
-            for lay in todo
-        ]
+        runs = [Run(cpu=cpu, set=tuple(_pools_at(meta)), layout=str(paths[lay.name])) for lay in todo]
         t0 = time.perf_counter()
         for lay, r in zip(todo, simulate_many(str(trace), runs, threads=threads), strict=True):
             (d / f"{lay.name}.json").write_text(r.to_json())
@@ -351,11 +352,9 @@ def _run_once(prog: Program, layout: Layout, verify: bool) -> dict[str, Any]:
                 f"{prog.name} exited with status {proc.returncode} under layout {layout.name}"
                 + (f": {err[-1]}" if err else ".")
             )
-        pools = _read_map(rep)
-        honoured = True
-        if verify:
-            pid = int(next(Path(rep).glob("map.*")).name.split(".")[1])
-            honoured = mosaic.verify_report(rep, pid, layout, "hugetlb").honoured
+        report = _read_map(rep)
+        pools = report.pools
+        honoured = not verify or mosaic.verify_report(rep, report.pid, layout, "hugetlb").honoured
     finally:
         shutil.rmtree(rep, ignore_errors=True)
     return {
@@ -375,6 +374,14 @@ def _cov(x: Sequence[float]) -> float:
 
 #: what R can be: CPU time (user + sys), wall time, or user time
 RUNTIME_METRICS = ("cpu", "wall", "user")
+
+
+def _check_timing(metric: str, min_reps: int, max_reps: int) -> None:
+    if metric not in RUNTIME_METRICS:
+        raise ExperimentError(f"runtime metric {metric!r} is not one of {', '.join(RUNTIME_METRICS)}.")
+    if not 2 <= min_reps <= max_reps:
+        raise ExperimentError(f"repetitions must satisfy 2 <= min ({min_reps}) <= max ({max_reps}).")
+
 
 RUNS_FIELDS = [
     "layout",
@@ -405,10 +412,7 @@ def measure(
     and a coefficient of variation of ``metric`` below ``cov``, or ``max_reps`` runs. Every run is
     appended to ``out/runs.csv`` (runs already there are reused). Each layout first gets an
     untimed warm-up run (``rep = warmup``) whose pages are verified against /proc/PID/smaps."""
-    if metric not in RUNTIME_METRICS:
-        raise ExperimentError(f"runtime metric {metric!r} is not one of {', '.join(RUNTIME_METRICS)}.")
-    if not 2 <= min_reps <= max_reps:
-        raise ExperimentError(f"repetitions must satisfy 2 <= min ({min_reps}) <= max ({max_reps}).")
+    _check_timing(metric, min_reps, max_reps)
     path = out / "runs.csv"
     runs: dict[str, list[dict[str, Any]]] = {lay.name: [] for lay in layouts}
     warmed: set[str] = set()
@@ -703,10 +707,7 @@ def mosmodel_experiment(
         raise ExperimentError(f"the CoV threshold {cov} must be between 0 and 1.")
     if estimator not in ("median", "min"):
         raise ExperimentError(f"estimator {estimator!r} is not median or min.")
-    if metric not in RUNTIME_METRICS:
-        raise ExperimentError(f"runtime metric {metric!r} is not one of {', '.join(RUNTIME_METRICS)}.")
-    if not 2 <= min_reps <= max_reps:
-        raise ExperimentError(f"repetitions must satisfy 2 <= min ({min_reps}) <= max ({max_reps}).")
+    _check_timing(metric, min_reps, max_reps)
     if folds < 2:
         raise ExperimentError(f"cross-validation needs at least 2 folds, not {folds}.")
     pick = np.median if estimator == "median" else np.min
@@ -719,8 +720,6 @@ def mosmodel_experiment(
     pool, profile, used = miss_profile(trace, meta, cpu, out, log)
     np.savetxt(out / "miss_profile.csv", profile, fmt="%d", header=f"walks per 2MB region of the {pool} pool")
     lays = build_layouts(pool, profile, used, layouts, n, seed)
-    for lay in lays:
-        _write_layout(lay, out / "layouts")
     sims = simulate_layouts(trace, meta, lays, cpu, out, threads, log)
     if simulate_only:
         df = pd.DataFrame([{"layout": lay.name, **sims[lay.name]} for lay in lays])

@@ -201,7 +201,7 @@ pub struct Os {
     /// Mosaic with pools placed by the simulator: trace addresses are relocated into them.
     /// False when `os.pools_at` says where the pools already are in the trace.
     reloc: bool,
-    /// Pool start addresses (heap, anon, file) in the simulated address space.
+    /// Pool start addresses in the simulated address space, indexed by `PoolKind as usize`.
     pool_base: [u64; 3],
     mem_mib: u64,
     pub stats: OsStats,
@@ -775,11 +775,9 @@ impl Os {
         };
         if self.reloc && huge.is_none() {
             let pool = if anon { PoolKind::Anon } else { PoolKind::File };
+            let base = self.pool_base[pool as usize];
             let sp = &mut self.spaces[self.cur];
-            let (ff, base) = match pool {
-                PoolKind::Anon => (&mut sp.anon_pool, ANON_POOL_BASE),
-                _ => (&mut sp.file_pool, FILE_POOL_BASE),
-            };
+            let ff = if anon { &mut sp.anon_pool } else { &mut sp.file_pool };
             if let Some(off) = ff.alloc(end - addr) {
                 sp.chunks.insert(addr, Chunk { end, sim: base + off, pool });
                 sp.mru = (0, 0, 0);
@@ -821,6 +819,7 @@ impl Os {
     }
 
     fn brk(&mut self, new: u64) -> Result<(), SimError> {
+        let heap_base = self.pool_base[PoolKind::Heap as usize];
         let sp = &mut self.spaces[self.cur];
         let Some(initial) = sp.initial_brk else {
             sp.initial_brk = Some(new);
@@ -828,7 +827,7 @@ impl Os {
             if self.reloc {
                 let size = self.layout.as_ref().map_or(0, |l| l.heap_size());
                 let s = page_down(new);
-                sp.chunks.insert(s, Chunk { end: s + size, sim: HEAP_POOL_BASE, pool: PoolKind::Heap });
+                sp.chunks.insert(s, Chunk { end: s + size, sim: heap_base, pool: PoolKind::Heap });
                 sp.mru = (0, 0, 0);
             }
             return Ok(());

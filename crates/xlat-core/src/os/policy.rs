@@ -8,12 +8,12 @@ use crate::config::{Config, PageSize, Policy, ThpMode};
 use crate::layout::Layout;
 use serde::Serialize;
 
-/// Which mosaic pool a VMA is.
+/// Which mosaic pool a VMA is (`as usize` indexes per-pool arrays: heap, anon, file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum PoolKind {
-    Heap,
-    Anon,
-    File,
+    Heap = 0,
+    Anon = 1,
+    File = 2,
 }
 
 /// Chooses the page size a fault at `va` in `vma` should get. The OS checks feasibility (the
