@@ -129,14 +129,27 @@ def test_experiment_end_to_end_on_a_small_program(xlat_cli, tmp_path):
     assert "| mosmodel |" in (out / "report.md").read_text()
     # A second call reuses the trace, the simulations and the runs.
     trace_mtime = (out / "trace.xlat").stat().st_mtime
+    profile_mtime = (out / "profile-4KB.json").stat().st_mtime
     n_runs = len(runs)
     xlat_cli("experiment", "mosmodel", "-q", "--workload", "gather", "--out", str(out), "-n", "2",
              "--min-reps", "2", "--max-reps", "3", "--cov", "0.5", "--reserve-huge-pages", "--", str(exe), "48",
              "1000000")  # fmt: skip
     assert (out / "trace.xlat").stat().st_mtime == trace_mtime
+    assert (out / "profile-4KB.json").stat().st_mtime == profile_mtime
     assert len(pd.read_csv(out / "runs.csv")) == n_runs
     # --simulate-only stops before the real runs.
     p = xlat_cli("experiment", "mosmodel", "-q", "--simulate-only", "--workload", "gather", "--out", str(out),
                  "-n", "2", "--", str(exe), "48", "1000000")  # fmt: skip
     sim = pd.read_csv(out / "simulated.csv")
     assert list(sim["layout"]) == list(df["layout"]) and "not run" in p.stdout
+    # Another preset: the cached simulations are not reused.
+    xlat_cli("experiment", "mosmodel", "-q", "--simulate-only", "--cpu", "skylake", "--workload", "gather",
+             "--out", str(out), "-n", "2", "--", str(exe), "48", "1000000")  # fmt: skip
+    for f in [out / "profile-4KB.json", *(out / "sim").glob("*.json")]:
+        assert json.loads(f.read_text())["config_name"] == "skylake", f
+    # Another command: a new trace, and nothing computed from the old one is kept.
+    xlat_cli("experiment", "mosmodel", "-q", "--simulate-only", "--workload", "gather", "--out", str(out),
+             "-n", "2", "--", str(exe), "48", "500000")  # fmt: skip
+    assert (out / "trace.xlat").stat().st_mtime != trace_mtime
+    assert not (out / "runs.csv").exists()
+    assert json.loads((out / "profile-4KB.json").read_text())["config_name"] == "zen4"

@@ -182,6 +182,12 @@ def record(prog: Program, out: Path, log=None) -> dict[str, Any]:
         if meta.get("argv") == list(prog.argv) and meta.get("env") == prog.env:
             _say(log, f"trace: reusing {trace_path}")
             return meta
+    for name in _DERIVED:  # a new trace: what was computed from the old one no longer holds
+        p = out / name
+        if p.is_dir():
+            shutil.rmtree(p)
+        else:
+            p.unlink(missing_ok=True)
     rep = tempfile.mkdtemp(prefix="xlat-exp-")
     try:
         env = mosaic.mosaic_env(_base_layout(), "hugetlb", report_dir=rep, base={})
@@ -210,6 +216,20 @@ def record(prog: Program, out: Path, log=None) -> dict[str, Any]:
     return meta
 
 
+#: outputs computed from the trace, stale once the trace is recorded again
+_DERIVED = ("profile-4KB.json", "sim", "runs.csv")
+
+
+def _cached_result(path: Path, cpu: str):
+    """The simulation result saved at ``path`` if it was made with preset ``cpu``, else None."""
+    from xlat.sim import SimResult
+
+    if not path.exists():
+        return None
+    r = SimResult(json.loads(path.read_text()))
+    return r if r.config_name == cpu else None
+
+
 def _pools_at(meta: dict[str, Any]) -> list[str]:
     return [f"os.pools_at.{p}={meta['pools'][p]['start']}" for p in ("heap", "anon", "file")]
 
@@ -228,10 +248,13 @@ def miss_profile(
     Returns (pool, profile over the pool's used regions, used bytes rounded up to 2MiB)."""
     from xlat.sim import simulate
 
-    lay = _write_layout(_base_layout(), out / "layouts")
-    _say(log, "profile: simulating the trace with 4KB pages ...")
-    r = simulate(str(trace), cpu=cpu, set=[*_pools_at(meta), "sim.miss_profile=true"], layout=str(lay))
-    (out / "profile-4KB.json").write_text(r.to_json())
+    cached = out / "profile-4KB.json"
+    r = _cached_result(cached, cpu)
+    if r is None:
+        lay = _write_layout(_base_layout(), out / "layouts")
+        _say(log, "profile: simulating the trace with 4KB pages ...")
+        r = simulate(str(trace), cpu=cpu, set=[*_pools_at(meta), "sim.miss_profile=true"], layout=str(lay))
+        cached.write_text(r.to_json())
     prof = r.miss_profile or {}
     best = None
     for pool in ("heap", "anon"):
@@ -302,23 +325,25 @@ def simulate_layouts(
     log=None,
 ) -> dict[str, dict[str, float]]:
     """H, M, C (and a few more metrics) of every layout; writes the layouts to ``out/layouts/``;
-    results cached in ``out/sim/NAME.json``."""
-    from xlat.sim import Run, SimResult, simulate_many
+    results cached in ``out/sim/NAME.json`` and reused when made with the same preset."""
+    from xlat.sim import Run, simulate_many
 
     paths = {lay.name: _write_layout(lay, out / "layouts") for lay in layouts}
     d = out / "sim"
     d.mkdir(parents=True, exist_ok=True)
-    todo = [lay for lay in layouts if not (d / f"{lay.name}.json").exists()]
+    cached = {lay.name: _cached_result(d / f"{lay.name}.json", cpu) for lay in layouts}
+    todo = [lay for lay in layouts if cached[lay.name] is None]
     if todo:
         _say(log, f"simulate: {len(todo)} layouts ({cpu} preset, pools at their traced addresses) ...")
         runs = [Run(cpu=cpu, set=tuple(_pools_at(meta)), layout=str(paths[lay.name])) for lay in todo]
         t0 = time.perf_counter()
         for lay, r in zip(todo, simulate_many(str(trace), runs, threads=threads), strict=True):
             (d / f"{lay.name}.json").write_text(r.to_json())
+            cached[lay.name] = r
         _say(log, f"simulate: {time.perf_counter() - t0:.0f} s")
     res = {}
     for lay in layouts:
-        r = SimResult(json.loads((d / f"{lay.name}.json").read_text()))
+        r = cached[lay.name]
         c, dv = r.counters, r.derived
         res[lay.name] = {
             "H": dv["H"],
