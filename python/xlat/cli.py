@@ -119,7 +119,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
     if not 1 <= args.level <= 19:
         raise CliError(f"--level must be between 1 and 19, not {args.level}")
-    r = convert(args.input, args.output, level=args.level, progress=_progress(args))
+    r = convert(
+        args.input,
+        args.output,
+        level=args.level,
+        progress=_progress(args),
+        format_version=args.format_version,
+    )
     if args.json:
         _print_json(r)
     else:
@@ -362,6 +368,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("input", metavar="INPUT")
     s.add_argument("output", metavar="OUTPUT")
     s.add_argument("--level", type=int, default=3, help="zstd level, 1 (fastest) to 19 (smallest); default 3")
+    s.add_argument(
+        "--format-version",
+        choices=["1.0", "1.1"],
+        default="1.1",
+        help="trace format version to write: 1.1 (default) or 1.0, readable by xlat builds that "
+        "predate 1.1's repeat records",
+    )
     s.add_argument("--json", action="store_true", help="print a JSON summary")
     s.set_defaults(func=cmd_convert)
 

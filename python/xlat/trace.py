@@ -110,12 +110,23 @@ def read_accesses(spec: str, limit: int | None = None, progress: bool = False) -
     return _native.read_accesses(str(spec), limit, progress)
 
 
-def convert(spec: str, out: str, level: int = 3, progress: bool = False) -> dict[str, Any]:
+FORMAT_VERSIONS = ("1.0", "1.1")
+
+
+def convert(
+    spec: str, out: str, level: int = 3, progress: bool = False, format_version: str = "1.1"
+) -> dict[str, Any]:
     """Write ``spec`` to ``out``: the text form if ``out`` ends in ``.txt``, else the compressed
-    xlat format (zstd ``level`` 1-19). Returns a summary dict."""
+    xlat format (zstd ``level`` 1-19) in ``format_version`` ("1.1", the current one, or "1.0"
+    for readers that predate repeat records). Returns a summary dict."""
     if not 1 <= level <= 19:
         raise ValueError(f"level must be between 1 and 19, not {level}")
-    return json.loads(_native.convert(str(spec), str(out), level, progress))
+    if format_version not in FORMAT_VERSIONS:
+        raise ValueError(
+            f"format_version must be one of {', '.join(FORMAT_VERSIONS)}, not {format_version!r}"
+        )
+    minor = int(format_version.split(".")[1])
+    return json.loads(_native.convert(str(spec), str(out), level, progress, minor))
 
 
 def trace_info(spec: str, progress: bool = False) -> dict[str, Any]:

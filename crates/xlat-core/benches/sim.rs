@@ -42,6 +42,18 @@ fn write_trace(spec: &str, path: &std::path::Path) {
     w.finish().expect("finish");
 }
 
+/// The cached trace file of a workload spec (named by the format version, so that a cached
+/// trace is rewritten in the current version).
+fn trace_name(spec: &str, n: u64) -> String {
+    format!(
+        "{}-{}-{n}-v{}.{}.xlat",
+        spec.split(['?', ':']).nth(1).unwrap_or("w"),
+        if spec.contains("8GiB") { "8g" } else { "1g" },
+        xlat_trace::format::VERSION_MAJOR,
+        xlat_trace::format::VERSION_MINOR
+    )
+}
+
 /// CPU seconds of the calling thread (the machine is shared: wall time includes waiting).
 fn thread_cpu() -> f64 {
     let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
@@ -85,11 +97,7 @@ fn main() {
         "case", "wall", "cpu", "sim only", "2 thr", "seconds", "walks", "faults", "walks/acc"
     );
     for (name, spec, c) in &cases {
-        let file = dir.join(format!(
-            "{}-{}-{n}.xlat",
-            spec.split(['?', ':']).nth(1).unwrap_or("w"),
-            if spec.contains("8GiB") { "8g" } else { "1g" }
-        ));
+        let file = dir.join(trace_name(spec, n));
         if !wanted(name) {
             continue;
         }
@@ -153,7 +161,7 @@ fn main() {
         return;
     }
     // Scaling: the gups trace under two configurations, sequentially and on two threads.
-    let path = dir.join(format!("gups-8g-{n}.xlat")).to_string_lossy().to_string();
+    let path = dir.join(trace_name(&cases[1].1, n)).to_string_lossy().to_string();
     let cfgs = vec![cfg(&[]), cfg(&["os.policy=thp"])];
     let t = Instant::now();
     for r in sim::simulate_many(&path, &cfgs, 1) {

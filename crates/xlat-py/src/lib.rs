@@ -232,8 +232,8 @@ fn read_accesses<'py>(py: Python<'py>, spec: &str, limit: Option<u64>, progress:
 /// compressed format at zstd `level`. Written to `out.partial` and renamed when complete.
 /// Returns a JSON summary.
 #[pyfunction]
-#[pyo3(signature = (spec, out, level=3, progress=false))]
-fn convert(py: Python<'_>, spec: &str, out: &str, level: i32, progress: bool) -> PyResult<String> {
+#[pyo3(signature = (spec, out, level=3, progress=false, minor=xlat_trace::format::VERSION_MINOR))]
+fn convert(py: Python<'_>, spec: &str, out: &str, level: i32, progress: bool, minor: u16) -> PyResult<String> {
     let mut src = open(spec)?;
     let out = out.to_string();
     py.allow_threads(move || -> xlat_trace::Result<String> {
@@ -257,7 +257,8 @@ fn convert(py: Python<'_>, spec: &str, out: &str, level: i32, progress: bool) ->
                 w.flush().map_err(io)?;
                 Ok(serde_json::json!({"accesses": n, "format": "text"}))
             } else {
-                let mut w = TraceWriter::with_level(BufWriter::with_capacity(1 << 20, file), src.header(), level)?;
+                let mut w =
+                    TraceWriter::with_options(BufWriter::with_capacity(1 << 20, file), src.header(), level, minor)?;
                 while src.next_batch(&mut b)? {
                     w.write_batch(&b)?;
                     bar.update(src.as_ref());

@@ -38,26 +38,43 @@ fn main() {
         while src.next_batch(&mut b).unwrap() {
             batches.push(b.clone());
         }
+        let name = spec.trim_start_matches("workload:").split('?').next().unwrap();
+        both_versions(name, &batches, src.header(), reps);
+    }
+    // Real traces (e.g. written by `xlat trace` in benches/trace_bench.py), comma-separated,
+    // their first N accesses (whole blocks) re-encoded in memory in both format versions.
+    for path in std::env::var("XLAT_BENCH_FILES").unwrap_or_default().split(',').filter(|p| !p.is_empty()) {
+        let mut r = match TraceReader::open(path) {
+            Ok(r) => r,
+            Err(e) => {
+                println!("{path}: {e}");
+                continue;
+            }
+        };
+        let header = r.header().clone();
+        let (mut batches, mut b) = (Vec::new(), Batch::default());
+        let mut got = 0;
+        while got < n && r.next_batch(&mut b).expect("readable trace") {
+            got += b.len() as u64;
+            batches.push(b.clone());
+        }
+        let name = std::path::Path::new(path).file_name().unwrap().to_string_lossy().to_string();
+        both_versions(&name, &batches, &header, reps);
+    }
+}
+
+/// Encode `batches` in format 1.1 (repeat records) and 1.0 (none) and report both.
+fn both_versions(name: &str, batches: &[Batch], header: &xlat_trace::Header, reps: usize) {
+    let n: usize = batches.iter().map(|b| b.len()).sum();
+    for minor in [1u16, 0] {
         let t = cpu_seconds();
-        let mut w = TraceWriter::new(Vec::with_capacity(n as usize * 4), src.header()).unwrap();
-        for b in &batches {
+        let mut w = TraceWriter::with_options(Vec::with_capacity(n * 4), header, 3, minor).unwrap();
+        for b in batches {
             w.write_batch(b).unwrap();
         }
         let (bytes, _) = w.finish().unwrap();
         let enc = n as f64 / (cpu_seconds() - t) / 1e6;
-        drop(batches);
-        let name = spec.trim_start_matches("workload:").split('?').next().unwrap();
-        report(name, &bytes, Some(enc), reps);
-    }
-    // Real traces (e.g. written by `xlat trace` in benches/trace_bench.py), comma-separated.
-    for path in std::env::var("XLAT_BENCH_FILES").unwrap_or_default().split(',').filter(|p| !p.is_empty()) {
-        match std::fs::read(path) {
-            Ok(bytes) => {
-                let name = std::path::Path::new(path).file_name().unwrap().to_string_lossy().to_string();
-                report(&name, &bytes, None, reps);
-            }
-            Err(e) => println!("{path}: {e}"),
-        }
+        report(&format!("{name} (1.{minor})"), &bytes, Some(enc), reps);
     }
 }
 

@@ -13,8 +13,8 @@ pub enum Error {
     Empty(String),
     #[error("{0} is not an xlat trace (its first bytes are not the xlat magic)")]
     BadMagic(String),
-    #[error("{what} uses trace format version {major}.{minor}, but this xlat reads version {supported}.x; convert it with a matching xlat or upgrade xlat")]
-    Version { what: String, major: u16, minor: u16, supported: u16 },
+    #[error("{what} uses trace format version {major}.{minor}, but this xlat reads versions {supported}.0 to {supported}.{supported_minor}; convert it with a matching xlat or upgrade xlat")]
+    Version { what: String, major: u16, minor: u16, supported: u16, supported_minor: u16 },
     #[error("{what} is truncated: it ends after {accesses} accesses without the end-of-trace record (was the writer interrupted?)")]
     Truncated { what: String, accesses: u64 },
     #[error("{what} is corrupt at byte offset {offset}: {detail}")]

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: &[u8; 8] = b"XLATTRC\0";
 pub const END_MAGIC: &[u8; 8] = b"XLATEND\0";
 pub const VERSION_MAJOR: u16 = 1;
-pub const VERSION_MINOR: u16 = 0;
+/// 1.1 added repeat records (side tag 3), which a 1.0 reader cannot skip.
+pub const VERSION_MINOR: u16 = 1;
 pub const TAG_BLOCK: u8 = b'B';
 pub const TAG_END: u8 = b'E';
 /// Largest number of accesses in one block; writers split larger batches.
@@ -31,6 +32,8 @@ const BYTE_MASK: [u64; 9] =
 const SIDE_THREAD: u8 = 0;
 const SIDE_SYSCALL: u8 = 1;
 const SIDE_MARKER: u8 = 2;
+/// Version 1.1: the next accesses repeat the pattern of the accesses just before them.
+const SIDE_REPEAT: u8 = 3;
 
 /// Self-describing header, stored as JSON after the magic and version.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -101,9 +104,33 @@ pub struct BlockEncoder {
     size: Vec<u8>,
     side: Vec<u8>,
     threads: Vec<ThreadState>,
+    /// Every access's meta byte and zigzag address delta, before repeats are taken out.
+    km: Vec<u8>,
+    kz: Vec<u64>,
+    /// Both in one word (see [`repeat_key`]).
+    key: Vec<u64>,
+    /// The previous access whose key hashes alike (u32::MAX: none), and the last access of
+    /// each hash: chains that find the earlier accesses an access may repeat.
+    prev: Vec<u32>,
+    head: Vec<u32>,
+    /// Side and thread records in position order: (position, byte range in `recs_bytes`).
+    recs: Vec<(u32, usize, usize)>,
+    recs_bytes: Vec<u8>,
+    /// Whether to write repeat records (format 1.1; 1.0 has none).
+    repeats: bool,
 }
 
+/// Longest period a repeat record may have, in accesses.
+pub const MAX_REPEAT_PERIOD: usize = 16;
+/// Fewest accesses a repeat record covers (shorter runs stay in the columns).
+pub const MIN_REPEAT: usize = 16;
+
 impl BlockEncoder {
+    /// An encoder for format 1.1 (`repeats`: with repeat records) or 1.0 (without).
+    pub fn new(repeats: bool) -> BlockEncoder {
+        BlockEncoder { repeats, ..BlockEncoder::default() }
+    }
+
     /// Encode accesses `range` of `batch` with the side events `side` into `out` (uncompressed
     /// payload). `totals` receives per-thread counts.
     pub fn encode(
@@ -121,16 +148,28 @@ impl BlockEncoder {
         self.size.clear();
         self.side.clear();
         self.threads.clear();
+        self.km.clear();
+        self.kz.clear();
+        self.key.clear();
+        self.prev.clear();
+        self.head.clear();
+        self.head.resize(1 << HASH_BITS, u32::MAX);
+        self.recs.clear();
+        self.recs_bytes.clear();
         let base = range.start;
         let n = range.len();
         let mut cur: Option<usize> = None; // index into self.threads
         let mut st = ThreadState { tid: 0, addr: 0, icount: 0 };
         let mut si = 0;
         let mut tix = 0; // index of the current thread in `totals`
+                         // Pass 1: per-access meta bytes and deltas (escaped values go to their columns now:
+                         // repeats never cover an access with an escape), side and thread records by position.
         for i in range.clone() {
             let rel = (i - base) as u32;
             while si < side.len() && side[si].pos <= rel {
-                encode_side(&mut self.side, &side[si])?;
+                let at = self.recs_bytes.len();
+                encode_side(&mut self.recs_bytes, &side[si])?;
+                self.recs.push((side[si].pos, at, self.recs_bytes.len()));
                 si += 1;
             }
             let tid = batch.tid[i];
@@ -138,25 +177,28 @@ impl BlockEncoder {
                 if let Some(c) = cur {
                     self.threads[c] = st;
                 }
-                self.side.push(SIDE_THREAD);
-                varint::put(&mut self.side, rel as u64);
-                varint::put(&mut self.side, tid as u64);
+                let at = self.recs_bytes.len();
+                let r = &mut self.recs_bytes;
+                r.push(SIDE_THREAD);
+                varint::put(r, rel as u64);
+                varint::put(r, tid as u64);
                 let c = match self.threads.iter().position(|t| t.tid == tid) {
                     Some(c) => {
-                        self.side.push(0);
+                        r.push(0);
                         c
                     }
                     None => {
                         // First appearance in this block: the record carries the thread's start
                         // state, so that its first delta is small too.
                         let first = ThreadState { tid, addr: batch.addr[i], icount: batch.icount[i] };
-                        self.side.push(1);
-                        varint::put(&mut self.side, first.addr);
-                        varint::put(&mut self.side, first.icount);
+                        r.push(1);
+                        varint::put(r, first.addr);
+                        varint::put(r, first.icount);
                         self.threads.push(first);
                         self.threads.len() - 1
                     }
                 };
+                self.recs.push((rel, at, self.recs_bytes.len()));
                 cur = Some(c);
                 st = self.threads[c];
                 bump_thread(totals, tid);
@@ -181,16 +223,20 @@ impl BlockEncoder {
             if scode == 7 {
                 varint::put(&mut self.size, size as u64);
             }
-            self.meta.push(kind | (scode << 2) | (icode << 5));
+            let m = kind | (scode << 2) | (icode << 5);
             let a = batch.addr[i];
             let zz = varint::zigzag(a.wrapping_sub(st.addr) as i64);
-            let len = (64 - zz.leading_zeros()).div_ceil(8) as usize;
-            self.alen.push(len as u8);
-            // Append all 8 bytes and drop the unused ones: a fixed-size copy, where a
-            // variable-length slice costs a memcpy call per access.
-            let end = self.addr.len() + len;
-            self.addr.extend_from_slice(&zz.to_le_bytes());
-            self.addr.truncate(end);
+            self.km.push(m);
+            self.kz.push(zz);
+            let key = repeat_key(m, zz);
+            self.key.push(key);
+            if key == NO_REPEAT {
+                self.prev.push(u32::MAX);
+            } else {
+                let h = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - HASH_BITS)) as usize;
+                self.prev.push(self.head[h]);
+                self.head[h] = rel;
+            }
             st.addr = a;
             st.icount = icount;
             let t = &mut totals[tix];
@@ -201,12 +247,33 @@ impl BlockEncoder {
             if s.pos as usize > n {
                 return Err(format!("side event at position {} is beyond the {} accesses of its batch", s.pos, n));
             }
-            encode_side(&mut self.side, s)?;
+            let at = self.recs_bytes.len();
+            encode_side(&mut self.recs_bytes, s)?;
+            self.recs.push((s.pos, at, self.recs_bytes.len()));
         }
         for s in side {
             bump_thread(totals, s.tid);
             let t = totals.iter_mut().rev().find(|t| t.tid == s.tid).expect("thread registered");
             t.instructions = t.instructions.max(s.icount);
+        }
+        // Pass 2: the records in position order, and between them the accesses, as columns or
+        // as repeat records.
+        let mut r = 0;
+        let mut seg = 0usize;
+        let mut j = 0usize;
+        loop {
+            while r < self.recs.len() && self.recs[r].0 as usize == j {
+                let (_, a, b) = self.recs[r];
+                self.side.extend_from_slice(&self.recs_bytes[a..b]);
+                seg = j;
+                r += 1;
+            }
+            if j >= n {
+                break;
+            }
+            let end = self.recs.get(r).map_or(n, |x| x.0 as usize);
+            self.emit_segment(seg, j, end);
+            j = end;
         }
         out.clear();
         for v in [n, side.len(), self.meta.len(), self.addr.len(), self.icount.len(), self.size.len()] {
@@ -222,6 +289,87 @@ impl BlockEncoder {
         out.extend_from_slice(&[0u8; PAD]);
         Ok(())
     }
+
+    /// Emit accesses `a..b` of a segment (a run of one thread's accesses with no side record
+    /// inside) that started at access `seg`: each access goes to the columns unless a repeat
+    /// record covers it. A repeat of period `p` starts at the first access from which at least
+    /// [`MIN_REPEAT`] accesses each equal (meta byte and address delta) the access `p` before
+    /// them, `p` being the shortest such period and access `j - p - 1` still in the segment.
+    fn emit_segment(&mut self, seg: usize, a: usize, b: usize) {
+        // fail[p]: the first access x >= j (or b) that differs from access x - p, once found
+        // (usize::MAX: not yet). It stays right while j <= fail[p], so each period scans every
+        // access at most once, except for the one check per access where a period fails.
+        let mut fail = [usize::MAX; MAX_REPEAT_PERIOD + 1];
+        let key = &self.key;
+        let same = |x: usize, p: usize| key[x] == key[x - p] && key[x] != NO_REPEAT;
+        let mut j = a;
+        while j < b {
+            let mut found = None;
+            if self.repeats && j >= seg + 2 && j + MIN_REPEAT <= b {
+                let pmax = MAX_REPEAT_PERIOD.min(j - seg - 1);
+                // Only periods at which access j equals an earlier access can start a repeat:
+                // those are on j's hash chain, nearest (shortest period) first.
+                let mut q = self.prev[j];
+                while q != u32::MAX && j - (q as usize) <= pmax {
+                    let p = j - q as usize;
+                    q = self.prev[q as usize];
+                    if fail[p] == usize::MAX || fail[p] < j {
+                        let mut x = j;
+                        while x < b && same(x, p) {
+                            x += 1;
+                        }
+                        fail[p] = x;
+                    }
+                    if fail[p] >= j + MIN_REPEAT {
+                        found = Some((p, fail[p] - j));
+                        break;
+                    }
+                }
+            }
+            if let Some((p, len)) = found {
+                self.side.push(SIDE_REPEAT);
+                varint::put(&mut self.side, j as u64);
+                varint::put(&mut self.side, p as u64);
+                varint::put(&mut self.side, len as u64);
+                j += len;
+                continue;
+            }
+            let zz = self.kz[j];
+            self.meta.push(self.km[j]);
+            let len = (64 - zz.leading_zeros()).div_ceil(8) as usize;
+            self.alen.push(len as u8);
+            // Append all 8 bytes and drop the unused ones: a fixed-size copy, where a
+            // variable-length slice costs a memcpy call per access.
+            let end = self.addr.len() + len;
+            self.addr.extend_from_slice(&zz.to_le_bytes());
+            self.addr.truncate(end);
+            j += 1;
+        }
+    }
+}
+
+/// Bits of the hash that chains accesses with equal keys.
+const HASH_BITS: u32 = 12;
+
+/// The repeat-detection key of an access that no other access matches.
+const NO_REPEAT: u64 = u64::MAX;
+
+/// An access's meta byte and zigzag address delta in one word, for repeat detection: exact
+/// when the delta fits 56 bits; accesses with larger deltas or escaped values (which live in
+/// other columns) get [`NO_REPEAT`] and never repeat.
+#[inline(always)]
+fn repeat_key(meta: u8, zz: u64) -> u64 {
+    if escaped(meta) || zz >> 56 != 0 {
+        NO_REPEAT
+    } else {
+        (zz << 8) | meta as u64
+    }
+}
+
+/// Whether an access's size or instruction delta is escaped to its own column.
+#[inline(always)]
+fn escaped(meta: u8) -> bool {
+    (meta >> 2) & 7 == 7 || meta >> 5 == 7
 }
 
 fn bump_thread(totals: &mut Vec<ThreadTotals>, tid: u32) {
@@ -295,12 +443,13 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
     let start = PAYLOAD_HEADER;
     let total =
         [l_meta, l_meta, l_addr, l_icount, l_size, l_side, PAD].iter().try_fold(start, |acc, &l| acc.checked_add(l));
-    if l_meta != n || total != Some(buf.len()) {
+    // The columns hold the accesses that repeat records do not cover: at most n.
+    if l_meta > n || total != Some(buf.len()) {
         return Err("block column lengths do not add up to the block size".into());
     }
-    let meta = &buf[start..start + n];
-    let alen = &buf[start + n..start + 2 * n];
-    let a0 = start + 2 * n;
+    let meta = &buf[start..start + l_meta];
+    let alen = &buf[start + l_meta..start + 2 * l_meta];
+    let a0 = start + 2 * l_meta;
     // The address column with the bytes after it (at least PAD), for 8-byte loads.
     let addr_tail = &buf[a0..];
     let ic_col = &buf[a0 + l_addr..a0 + l_addr + l_icount];
@@ -317,9 +466,7 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
     if alen.iter().fold(0u8, |acc, &a| acc.max(a)) > 8 || alen.iter().map(|&a| a as u64).sum::<u64>() != l_addr as u64 {
         return Err("address-length column is malformed".into());
     }
-    let escapes = l_size > 0
-        || l_icount > 0
-        || meta.iter().fold(0u8, |acc, &m| acc | (((m >> 2) & 7 == 7) as u8) | ((m >> 5 == 7) as u8)) != 0;
+    let escapes = l_size > 0 || l_icount > 0 || meta.iter().fold(0u8, |acc, &m| acc | escaped(m) as u8) != 0;
     let base = batch.len();
     batch.addr.reserve(n);
     batch.icount.reserve(n);
@@ -333,7 +480,10 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
     let (mut pa, mut pi, mut ps, mut pside) = (0usize, 0usize, 0usize, 0usize);
     let mut sides_seen = 0usize;
     let bad = |what: &str| format!("{what} column is malformed");
-    let mut i = 0usize;
+    // i: the next access of the block; c: the next access of the columns (i minus the
+    // accesses repeat records produced); seg: where the current segment (the accesses since
+    // the last side or thread record) started.
+    let (mut i, mut c, mut seg) = (0usize, 0usize, 0usize);
     loop {
         // Apply every side record placed before access i.
         let mut next_pos = n;
@@ -348,6 +498,18 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
                 break;
             }
             match side_col[pside] {
+                SIDE_REPEAT => {
+                    let period = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))? as usize;
+                    let len = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))? as usize;
+                    if period == 0 || period + 1 > i - seg || len == 0 || len > n - i {
+                        return Err(format!("repeat record at access {i} is malformed"));
+                    }
+                    repeat(batch, base + i, period, len);
+                    i += len;
+                    // SAFETY: access i - 1 was just written.
+                    (st.addr, st.icount) =
+                        unsafe { (written(&batch.addr, base + i - 1), written(&batch.icount, base + i - 1)) };
+                }
                 SIDE_THREAD => {
                     let tid = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))?;
                     let tid = u32::try_from(tid).map_err(|_| bad("thread id"))?;
@@ -369,6 +531,7 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
                     };
                     cur = Some(c);
                     st = threads[c];
+                    seg = i;
                 }
                 tag => {
                     let body_start = p;
@@ -376,6 +539,7 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
                         .ok_or_else(|| format!("side event at column offset {body_start} is malformed"))?;
                     batch.side.push(ev);
                     sides_seen += 1;
+                    seg = i;
                 }
             }
             pside = p;
@@ -383,18 +547,27 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
         if i < n && cur.is_none() {
             return Err("accesses appear before any thread record".into());
         }
+        if next_pos < i {
+            return Err(format!("side record position {next_pos} is out of order"));
+        }
+        let k = next_pos - i;
+        if c + k > l_meta {
+            return Err("block holds fewer accesses in its columns than its records need".into());
+        }
         // The hot loop: accesses i..next_pos all belong to the current thread. Outputs are
         // written into reserved capacity; the lengths are set once the block decoded cleanly.
+        let (bi, bn) = (base + i, base + next_pos);
         let tid = st.tid;
         let mut addr = st.addr;
         let mut icount = st.icount;
+        let (m, al) = (&meta[c..c + k], &alen[c..c + k]);
         if escapes {
-            let out = batch.addr.spare_capacity_mut()[i..next_pos]
+            let out = batch.addr.spare_capacity_mut()[bi..bn]
                 .iter_mut()
-                .zip(batch.icount.spare_capacity_mut()[i..next_pos].iter_mut())
-                .zip(batch.size.spare_capacity_mut()[i..next_pos].iter_mut())
-                .zip(batch.kind.spare_capacity_mut()[i..next_pos].iter_mut());
-            for ((&m, &al), (((oa, oi), os), ok)) in meta[i..next_pos].iter().zip(&alen[i..next_pos]).zip(out) {
+                .zip(batch.icount.spare_capacity_mut()[bi..bn].iter_mut())
+                .zip(batch.size.spare_capacity_mut()[bi..bn].iter_mut())
+                .zip(batch.kind.spare_capacity_mut()[bi..bn].iter_mut());
+            for ((&m, &al), (((oa, oi), os), ok)) in m.iter().zip(al).zip(out) {
                 let size = if (m >> 2) & 7 < 7 {
                     1u16 << ((m >> 2) & 7)
                 } else {
@@ -416,37 +589,37 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
         } else {
             // Column by column: fewer live registers per loop, and the kind and size maps
             // vectorise. Only the two prefix sums are serial.
-            let (m, al) = (&meta[i..next_pos], &alen[i..next_pos]);
-            for (o, &l) in batch.addr.spare_capacity_mut()[i..next_pos].iter_mut().zip(al) {
+            for (o, &l) in batch.addr.spare_capacity_mut()[bi..bn].iter_mut().zip(al) {
                 addr = addr.wrapping_add(load_delta(addr_tail, &mut pa, l));
                 o.write(addr);
             }
-            for (o, &mm) in batch.icount.spare_capacity_mut()[i..next_pos].iter_mut().zip(m) {
+            for (o, &mm) in batch.icount.spare_capacity_mut()[bi..bn].iter_mut().zip(m) {
                 icount += (mm >> 5) as u64;
                 o.write(icount);
             }
-            for (o, &mm) in batch.kind.spare_capacity_mut()[i..next_pos].iter_mut().zip(m) {
+            for (o, &mm) in batch.kind.spare_capacity_mut()[bi..bn].iter_mut().zip(m) {
                 o.write(mm & 3);
             }
-            for (o, &mm) in batch.size.spare_capacity_mut()[i..next_pos].iter_mut().zip(m) {
+            for (o, &mm) in batch.size.spare_capacity_mut()[bi..bn].iter_mut().zip(m) {
                 o.write(1u16 << ((mm >> 2) & 7));
             }
         }
-        for t in &mut batch.tid.spare_capacity_mut()[i..next_pos] {
+        for t in &mut batch.tid.spare_capacity_mut()[bi..bn] {
             t.write(tid);
         }
         st.addr = addr;
         st.icount = icount;
         i = next_pos;
+        c += k;
         if i >= n && pside >= side_col.len() {
             break;
         }
     }
-    if pa != l_addr || pi != ic_col.len() || ps != size_col.len() {
+    if c != l_meta || pa != l_addr || pi != ic_col.len() || ps != size_col.len() {
         return Err("access columns hold more data than the block's accesses use".into());
     }
     // SAFETY: the loop above wrote elements base..base+n of all five columns (every index in
-    // 0..n lies in exactly one i..next_pos run), within the capacity reserved for them.
+    // 0..n lies in exactly one i..next_pos run or one repeat), within the capacity reserved.
     unsafe {
         batch.addr.set_len(base + n);
         batch.icount.set_len(base + n);
@@ -458,6 +631,53 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
         return Err(format!("block announces {n_side} side events but holds {sides_seen}"));
     }
     Ok((n, n_side))
+}
+
+/// Element `k` of a column being decoded, read back beyond the column's length.
+///
+/// # Safety
+/// Element `k` must have been written, within the column's capacity.
+#[inline(always)]
+#[allow(clippy::ptr_arg)] // the Vec's pointer, whose provenance covers its spare capacity
+unsafe fn written<T: Copy>(v: &Vec<T>, k: usize) -> T {
+    *v.as_ptr().add(k)
+}
+
+/// Produce accesses `at..at + len` of `batch` (beyond its length, in reserved capacity) from a
+/// repeat record of period `p`: each access is the one `p` before it, with the address and
+/// instruction count advanced by what they advanced over the `p` accesses before `at`.
+/// (If deltas repeat with period p from `at` on, `x[j] - x[j - p]` is the same for every
+/// `j >= at - 1`, so this equals applying the repeated deltas one by one.)
+fn repeat(batch: &mut Batch, at: usize, p: usize, len: usize) {
+    let end = at + len;
+    // SAFETY (every access below): the caller checked that accesses at - 1 - p .. at were
+    // written (they lie in the current segment) and that `end` is within the capacity
+    // reserved for the block; each loop writes index j after reading index j - p < j.
+    unsafe {
+        let a = batch.addr.as_mut_ptr();
+        let step = (*a.add(at - 1)).wrapping_sub(*a.add(at - 1 - p));
+        for j in at..end {
+            *a.add(j) = (*a.add(j - p)).wrapping_add(step);
+        }
+        let ic = batch.icount.as_mut_ptr();
+        let step = (*ic.add(at - 1)).wrapping_sub(*ic.add(at - 1 - p));
+        for j in at..end {
+            *ic.add(j) = (*ic.add(j - p)).wrapping_add(step);
+        }
+        let t = batch.tid.as_mut_ptr();
+        let tid = *t.add(at - 1);
+        for j in at..end {
+            *t.add(j) = tid;
+        }
+        let sz = batch.size.as_mut_ptr();
+        for j in at..end {
+            *sz.add(j) = *sz.add(j - p);
+        }
+        let k = batch.kind.as_mut_ptr();
+        for j in at..end {
+            *k.add(j) = *k.add(j - p);
+        }
+    }
 }
 
 fn decode_side(tag: u8, b: &[u8], p: &mut usize, pos: u32) -> Option<SideEvent> {

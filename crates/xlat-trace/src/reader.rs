@@ -65,8 +65,15 @@ impl<R: Read> TraceReader<R> {
         }
         let major = u16::from_le_bytes([fixed[8], fixed[9]]);
         let minor = u16::from_le_bytes([fixed[10], fixed[11]]);
-        if major != format::VERSION_MAJOR {
-            return Err(Error::Version { what: name, major, minor, supported: format::VERSION_MAJOR });
+        // A newer minor version may hold records this reader does not know.
+        if major != format::VERSION_MAJOR || minor > format::VERSION_MINOR {
+            return Err(Error::Version {
+                what: name,
+                major,
+                minor,
+                supported: format::VERSION_MAJOR,
+                supported_minor: format::VERSION_MINOR,
+            });
         }
         let len = u32::from_le_bytes(fixed[12..16].try_into().unwrap()) as usize;
         if len > 64 << 20 {

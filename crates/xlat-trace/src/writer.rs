@@ -24,7 +24,20 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// Start a trace with the given zstd level (1 = fastest, 19 = smallest).
-    pub fn with_level(mut out: W, header: &Header, level: i32) -> Result<Self> {
+    pub fn with_level(out: W, header: &Header, level: i32) -> Result<Self> {
+        Self::with_options(out, header, level, format::VERSION_MINOR)
+    }
+
+    /// Start a trace with the given zstd level, in format version 1.`minor`: 1 (the current
+    /// version) writes repeat records where the accesses repeat a short pattern; 0 writes
+    /// none, for readers of version 1.0.
+    pub fn with_options(mut out: W, header: &Header, level: i32, minor: u16) -> Result<Self> {
+        if minor > format::VERSION_MINOR {
+            return Err(Error::InvalidEvent(format!(
+                "trace format version 1.{minor} is newer than this xlat writes (1.0 to 1.{})",
+                format::VERSION_MINOR
+            )));
+        }
         let mut h = header.clone();
         if h.format.is_empty() {
             h.format = "xlat-trace".into();
@@ -33,7 +46,7 @@ impl<W: Write> TraceWriter<W> {
         let mut head = Vec::with_capacity(json.len() + 24);
         head.extend_from_slice(format::MAGIC);
         head.extend_from_slice(&format::VERSION_MAJOR.to_le_bytes());
-        head.extend_from_slice(&format::VERSION_MINOR.to_le_bytes());
+        head.extend_from_slice(&minor.to_le_bytes());
         head.extend_from_slice(&(json.len() as u32).to_le_bytes());
         head.extend_from_slice(&json);
         head.extend_from_slice(&crc32fast::hash(&json).to_le_bytes());
@@ -43,7 +56,7 @@ impl<W: Write> TraceWriter<W> {
         compressor.include_contentsize(true)?;
         Ok(TraceWriter {
             out,
-            encoder: BlockEncoder::default(),
+            encoder: BlockEncoder::new(minor >= 1),
             compressor,
             raw: Vec::new(),
             comp: Vec::new(),
