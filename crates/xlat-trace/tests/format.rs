@@ -66,15 +66,7 @@ fn events(steps: &[Step]) -> Vec<Event> {
 }
 
 fn write(evs: &[Event], batch_len: usize) -> Vec<u8> {
-    let mut w = TraceWriter::new(Vec::new(), &Header::new("test")).unwrap();
-    for chunk in evs.chunks(batch_len.max(1)) {
-        let mut b = Batch::default();
-        for e in chunk {
-            b.push_event(e.clone());
-        }
-        w.write_batch(&b).unwrap();
-    }
-    w.finish().unwrap().0
+    write_version(evs, batch_len, format::VERSION_MINOR)
 }
 
 fn read(bytes: &[u8]) -> xlat_trace::Result<Vec<Event>> {
