@@ -501,7 +501,7 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
                 SIDE_REPEAT => {
                     let period = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))? as usize;
                     let len = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))? as usize;
-                    if period == 0 || period + 1 > i - seg || len == 0 || len > n - i {
+                    if period == 0 || period >= i - seg || len == 0 || len > n - i {
                         return Err(format!("repeat record at access {i} is malformed"));
                     }
                     repeat(batch, base + i, period, len);

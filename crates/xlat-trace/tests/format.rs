@@ -373,6 +373,9 @@ fn repeat_records_are_used_and_checked() {
         (&[3, 8, 8, 12], "period reaching before the segment"),
         (&[3, 8, 2, 13], "longer than the block"),
         (&[3, 8, 2, 0], "empty"),
+        // Period 2^64 - 1 and length 2^64 - 1 (where `period + 1` or `pos + len` would wrap).
+        (&[3, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 12], "period wrapping"),
+        (&[3, 8, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], "length wrapping"),
         (&[3, 8, 2, 6, 3, 12, 2, 6], "a second repeat inside the first"),
         (&[3, 8, 2], "cut short"),
     ] {
@@ -381,4 +384,37 @@ fn repeat_records_are_used_and_checked() {
     }
     // The columns must hold exactly the accesses the records leave to them.
     assert!(format::decode_block(&block(21, &[3, 8, 2, 12]), &mut Batch::default()).is_err());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// Any damage to a block payload (past the file's checksums, as a caller of
+    /// `decode_block` could pass) is an error or a decode, never a panic or an access
+    /// outside the block; the decoder writes repeats through raw pointers, so this matters.
+    #[test]
+    fn damaged_payloads_never_panic(
+        loops in prop::collection::vec(arb_loop(), 1..6),
+        hits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
+    ) {
+        let evs = loop_events(&loops);
+        let mut b = Batch::default();
+        for e in &evs {
+            b.push_event(e.clone());
+        }
+        let mut raw = Vec::new();
+        format::BlockEncoder::new(true).encode(&b, 0..b.len(), &b.side, &mut Vec::new(), &mut raw).unwrap();
+        let mut back = Batch::default();
+        prop_assert!(format::decode_block(&raw, &mut back).is_ok());
+        // Half of the damage goes to the side column (thread and repeat records), at the end.
+        let side_len = u32::from_le_bytes(raw[24..28].try_into().unwrap()) as usize + 8;
+        for (i, (at, v)) in hits.into_iter().enumerate() {
+            let k = if i % 2 == 0 { at.index(raw.len()) } else { raw.len() - 1 - at.index(side_len.min(raw.len())) };
+            raw[k] = v;
+        }
+        let mut out = Batch::default();
+        if let Ok((n, _)) = format::decode_block(&raw, &mut out) {
+            prop_assert_eq!(out.len(), n);
+        }
+    }
 }
