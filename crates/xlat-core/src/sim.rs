@@ -244,7 +244,7 @@ impl Simulator {
             tlbs,
             pscs,
             psc_for_level,
-            caches: Caches::new(&cfg.cache, cfg.memory.dram_latency, seed),
+            caches: Caches::new(&cfg.cache, cfg.memory.size.0, cfg.memory.dram_latency, seed),
             walk_first,
             walk_latency: cfg.walker.latency,
             tag: 0,
