@@ -131,7 +131,14 @@ impl Tlb {
 
     /// Fill the translation of `va` in a `size` page starting at frame `pfn`.
     pub fn fill(&mut self, va: u64, size: PageSize, pfn: u64, tag: u64) {
-        let Some(s) = self.holds(size) else { return };
+        if let Some(s) = self.holds(size) {
+            self.fill_as(va, size, s, pfn, tag);
+        }
+    }
+
+    /// `fill` when the caller knows the size the entry is held as (`s = holds(size)`).
+    #[inline]
+    pub fn fill_as(&mut self, va: u64, size: PageSize, s: PageSize, pfn: u64, tag: u64) {
         // A splintered entry covers the smaller page containing `va`.
         let pfn = pfn + (((va & (size.bytes() - 1)) >> 12) & !((s.bytes() >> 12) - 1));
         let key = tlb_key(va, s, tag);

@@ -138,11 +138,7 @@ impl SetAssoc {
         // Branch-free scan for small sets: which way matches varies from access to access, and
         // a compare-and-branch per way mispredicts; one branch on the result does not.
         let w = if self.ways <= 16 {
-            let mut found = usize::MAX;
-            for (w, &t) in row.iter().enumerate() {
-                found = if t == tag { w } else { found };
-            }
-            found
+            by_ways!(row.len(), find_tag, row, tag)
         } else {
             row.iter().position(|&t| t == tag).unwrap_or(usize::MAX)
         };
@@ -331,11 +327,51 @@ impl SetAssoc {
     }
 }
 
+/// `$f::<W>($args)` with `W = $ways` for the usual TLB and PSC way counts (fully unrolled
+/// there), else `$f::<0>`, which takes the slices' own length. Three cases only: with more,
+/// LLVM makes the chain a jump table, an indirect branch that mispredicts when consecutive
+/// calls are for arrays of different way counts.
+macro_rules! by_ways {
+    ($ways:expr, $f:ident, $($arg:expr),*) => {{
+        let ways = $ways;
+        if ways == 4 {
+            $f::<4>($($arg),*)
+        } else if ways == 12 {
+            $f::<12>($($arg),*)
+        } else if ways == 8 {
+            $f::<8>($($arg),*)
+        } else {
+            $f::<0>($($arg),*)
+        }
+    }};
+}
+use by_ways;
+
+/// The way holding `tag` in `row` (`W` ways, or `row.len()` if `W` is 0), or `usize::MAX`.
+/// Branch-free: which way matches varies from access to access, and a compare-and-branch per
+/// way mispredicts; one branch on the result does not.
+#[inline(always)]
+fn find_tag<const W: usize>(row: &[u64], tag: u64) -> usize {
+    let row = if W > 0 { &row[..W] } else { row };
+    let mut found = usize::MAX;
+    for (w, &t) in row.iter().enumerate() {
+        found = if t == tag { w } else { found };
+    }
+    found
+}
+
 /// The way of the oldest stamp (the first such way on a tie: the first empty slot, whose stamp
 /// is 0, before any valid one). Conditional moves, not branches: which way is oldest is
 /// unpredictable (and a vectorised minimum of u64 words is slow without SSE4.2).
 #[inline(always)]
 fn oldest(stamps: &[u64]) -> usize {
+    by_ways!(stamps.len(), oldest_w, stamps)
+}
+
+/// `oldest` over `W` ways (`stamps.len()` if `W` is 0).
+#[inline(always)]
+fn oldest_w<const W: usize>(stamps: &[u64]) -> usize {
+    let stamps = if W > 0 { &stamps[..W] } else { stamps };
     let (mut best, mut min) = (0, stamps[0]);
     for (w, &st) in stamps.iter().enumerate().skip(1) {
         let older = st < min;

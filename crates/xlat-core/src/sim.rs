@@ -140,6 +140,9 @@ pub struct Simulator {
     /// Per role (0 data, 1 instruction): per level, the TLBs probed.
     route: [Vec<Vec<usize>>; 2],
     lookups: [Vec<u64>; 2],
+    /// Per role and page size of a translation: the TLBs it fills, as (level, TLB, size held
+    /// as), in `route` order (precomputed: which TLBs hold which size never changes).
+    fills: [[Vec<(usize, usize, PageSize)>; 3]; 2],
     level_hits: [Vec<u64>; 2],
     /// Level-1 probes per access kind, flattened over the TLBs and their page sizes.
     fast: [Vec<Probe>; 2],
@@ -218,7 +221,21 @@ impl Simulator {
         };
         let ncache = cfg.cache.len();
         let os = Os::new(cfg)?;
+        let fills = std::array::from_fn(|r| {
+            std::array::from_fn(|s| {
+                let mut v = Vec::new();
+                for (l, ts) in route[r].iter().enumerate() {
+                    for &t in ts {
+                        if let Some(held) = tlbs[t].holds(PageSize::from_index(s)) {
+                            v.push((l, t, held));
+                        }
+                    }
+                }
+                v
+            })
+        });
         Ok(Simulator {
+            fills,
             lookups: [vec![0; route[0].len()], vec![0; route[1].len()]],
             fast: std::array::from_fn(|r| {
                 route[r]
@@ -244,7 +261,7 @@ impl Simulator {
             tlbs,
             pscs,
             psc_for_level,
-            caches: Caches::new(&cfg.cache, cfg.memory.dram_latency, seed),
+            caches: Caches::new(&cfg.cache, cfg.memory.size.0, cfg.memory.dram_latency, seed),
             walk_first,
             walk_latency: cfg.walker.latency,
             tag: 0,
@@ -356,11 +373,12 @@ impl Simulator {
 
     fn fill_above(&mut self, r: usize, upto: usize, va: u64, s: PageSize, pfn: u64) {
         let tag = self.tag;
-        for l in 0..upto {
-            for k in 0..self.route[r][l].len() {
-                let t = self.route[r][l][k];
-                self.tlbs[t].fill(va, s, pfn, tag);
+        for k in 0..self.fills[r][s as usize].len() {
+            let (l, t, held) = self.fills[r][s as usize][k];
+            if l >= upto {
+                break;
             }
+            self.tlbs[t].fill_as(va, s, held, pfn, tag);
         }
     }
 
