@@ -443,7 +443,11 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
     let start = PAYLOAD_HEADER;
     let total =
         [l_meta, l_meta, l_addr, l_icount, l_size, l_side, PAD].iter().try_fold(start, |acc, &l| acc.checked_add(l));
-    // The columns hold the accesses that repeat records do not cover: at most n.
+    // The columns hold the accesses that repeat records do not cover: at most n. (n itself is
+    // bounded before anything is reserved for it: a damaged count must not ask for gigabytes.)
+    if n > MAX_BLOCK_ACCESSES {
+        return Err(format!("block claims {n} accesses, more than the {MAX_BLOCK_ACCESSES} a block may hold"));
+    }
     if l_meta > n || total != Some(buf.len()) {
         return Err("block column lengths do not add up to the block size".into());
     }
@@ -649,34 +653,48 @@ unsafe fn written<T: Copy>(v: &Vec<T>, k: usize) -> T {
 /// (If deltas repeat with period p from `at` on, `x[j] - x[j - p]` is the same for every
 /// `j >= at - 1`, so this equals applying the repeated deltas one by one.)
 fn repeat(batch: &mut Batch, at: usize, p: usize, len: usize) {
-    let end = at + len;
-    // SAFETY (every access below): the caller checked that accesses at - 1 - p .. at were
-    // written (they lie in the current segment) and that `end` is within the capacity
-    // reserved for the block; each loop writes index j after reading index j - p < j.
+    // SAFETY (every call below): the caller checked that accesses at - 1 - p .. at were
+    // written (they lie in the current segment) and that at + len is within the capacity
+    // reserved for the block.
     unsafe {
         let a = batch.addr.as_mut_ptr();
         let step = (*a.add(at - 1)).wrapping_sub(*a.add(at - 1 - p));
-        for j in at..end {
-            *a.add(j) = (*a.add(j - p)).wrapping_add(step);
-        }
+        repeat_column(a, at, p, len, |v, k| v.wrapping_add(step.wrapping_mul(k)));
         let ic = batch.icount.as_mut_ptr();
         let step = (*ic.add(at - 1)).wrapping_sub(*ic.add(at - 1 - p));
-        for j in at..end {
-            *ic.add(j) = (*ic.add(j - p)).wrapping_add(step);
+        repeat_column(ic, at, p, len, |v, k| v.wrapping_add(step.wrapping_mul(k)));
+        repeat_column(batch.tid.as_mut_ptr(), at, p, len, |v, _| v);
+        repeat_column(batch.size.as_mut_ptr(), at, p, len, |v, _| v);
+        repeat_column(batch.kind.as_mut_ptr(), at, p, len, |v, _| v);
+    }
+}
+
+/// Write `col[at + x] = adv(col[at - p + x % p], x / p + 1)` for `x < len`, by doubling: the
+/// first `p` from the `p` before `at`, then each time the part written so far (a multiple `d` of
+/// `p`) again, advanced by `d / p` periods. Source and destination never overlap, so the copies
+/// are plain vector loops, not one load per element waiting on the store `p` before it.
+///
+/// # Safety
+/// `col[at - p .. at]` must be written and `col[.. at + len]` within one allocation.
+#[inline(always)]
+unsafe fn repeat_column<T: Copy>(col: *mut T, at: usize, p: usize, len: usize, adv: impl Fn(T, u64) -> T) {
+    let first = p.min(len);
+    let src = std::slice::from_raw_parts(col.add(at - p), first);
+    let dst = std::slice::from_raw_parts_mut(col.add(at), first);
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = adv(s, 1);
+    }
+    let mut done = first;
+    while done < len {
+        // `done` is a multiple of p here (p, 2p, 4p, ...).
+        let n = done.min(len - done);
+        let src = std::slice::from_raw_parts(col.add(at), n);
+        let dst = std::slice::from_raw_parts_mut(col.add(at + done), n);
+        let k = (done / p) as u64;
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = adv(s, k);
         }
-        let t = batch.tid.as_mut_ptr();
-        let tid = *t.add(at - 1);
-        for j in at..end {
-            *t.add(j) = tid;
-        }
-        let sz = batch.size.as_mut_ptr();
-        for j in at..end {
-            *sz.add(j) = *sz.add(j - p);
-        }
-        let k = batch.kind.as_mut_ptr();
-        for j in at..end {
-            *k.add(j) = *k.add(j - p);
-        }
+        done += n;
     }
 }
 

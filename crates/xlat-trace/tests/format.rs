@@ -382,6 +382,9 @@ fn repeat_records_are_used_and_checked() {
         let e = format::decode_block(&block(20, rec), &mut Batch::default());
         assert!(e.is_err(), "{what}: {e:?}");
     }
+    // A damaged access count is refused before anything is reserved for it.
+    let e = format::decode_block(&block(u32::MAX as usize, &[3, 8, 2, 12]), &mut Batch::default());
+    assert!(e.unwrap_err().contains("more than the"));
     // The columns must hold exactly the accesses the records leave to them.
     assert!(format::decode_block(&block(21, &[3, 8, 2, 12]), &mut Batch::default()).is_err());
 }
