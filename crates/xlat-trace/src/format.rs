@@ -162,8 +162,9 @@ impl BlockEncoder {
         let mut st = ThreadState { tid: 0, addr: 0, icount: 0 };
         let mut si = 0;
         let mut tix = 0; // index of the current thread in `totals`
-                         // Pass 1: per-access meta bytes and deltas (escaped values go to their columns now:
-                         // repeats never cover an access with an escape), side and thread records by position.
+
+        // Pass 1: per-access meta bytes and deltas (escaped values go to their columns now:
+        // repeats never cover an access with an escape), side and thread records by position.
         for i in range.clone() {
             let rel = (i - base) as u32;
             while si < side.len() && side[si].pos <= rel {
@@ -297,9 +298,10 @@ impl BlockEncoder {
     /// them, `p` being the shortest such period and access `j - p - 1` still in the segment.
     fn emit_segment(&mut self, seg: usize, a: usize, b: usize) {
         // fail[p]: the first access x >= j (or b) that differs from access x - p, once found
-        // (usize::MAX: not yet). It stays right while j <= fail[p], so each period scans every
-        // access at most once, except for the one check per access where a period fails.
-        let mut fail = [usize::MAX; MAX_REPEAT_PERIOD + 1];
+        // (while fail[p] < j it is stale: 0 at first, and a repeat is only sought at j >= 2). It
+        // stays right while j <= fail[p], so each period scans every access at most once,
+        // except for the one check per access where a period fails.
+        let mut fail = [0usize; MAX_REPEAT_PERIOD + 1];
         let key = &self.key;
         let same = |x: usize, p: usize| key[x] == key[x - p] && key[x] != NO_REPEAT;
         let mut j = a;
@@ -313,7 +315,7 @@ impl BlockEncoder {
                 while q != u32::MAX && j - (q as usize) <= pmax {
                     let p = j - q as usize;
                     q = self.prev[q as usize];
-                    if fail[p] == usize::MAX || fail[p] < j {
+                    if fail[p] < j {
                         let mut x = j;
                         while x < b && same(x, p) {
                             x += 1;
@@ -551,9 +553,7 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
         if i < n && cur.is_none() {
             return Err("accesses appear before any thread record".into());
         }
-        if next_pos < i {
-            return Err(format!("side record position {next_pos} is out of order"));
-        }
+        // next_pos > i (a record's position) or n >= i (records and repeats stay within n).
         let k = next_pos - i;
         if c + k > l_meta {
             return Err("block holds fewer accesses in its columns than its records need".into());
