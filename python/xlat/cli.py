@@ -368,10 +368,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("input", metavar="INPUT")
     s.add_argument("output", metavar="OUTPUT")
     s.add_argument("--level", type=int, default=3, help="zstd level, 1 (fastest) to 19 (smallest); default 3")
+    from xlat.trace import FORMAT_VERSIONS
+
     s.add_argument(
         "--format-version",
-        choices=["1.0", "1.1"],
-        default="1.1",
+        choices=FORMAT_VERSIONS,
+        default=FORMAT_VERSIONS[-1],
         help="trace format version to write: 1.1 (default) or 1.0, readable by xlat builds that "
         "predate 1.1's repeat records",
     )

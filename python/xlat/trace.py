@@ -110,11 +110,12 @@ def read_accesses(spec: str, limit: int | None = None, progress: bool = False) -
     return _native.read_accesses(str(spec), limit, progress)
 
 
+# Trace format versions this xlat writes, oldest first (the last is the current one).
 FORMAT_VERSIONS = ("1.0", "1.1")
 
 
 def convert(
-    spec: str, out: str, level: int = 3, progress: bool = False, format_version: str = "1.1"
+    spec: str, out: str, level: int = 3, progress: bool = False, format_version: str = FORMAT_VERSIONS[-1]
 ) -> dict[str, Any]:
     """Write ``spec`` to ``out``: the text form if ``out`` ends in ``.txt``, else the compressed
     xlat format (zstd ``level`` 1-19) in ``format_version`` ("1.1", the current one, or "1.0"

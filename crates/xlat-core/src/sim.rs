@@ -607,7 +607,7 @@ impl Simulator {
     /// Simulate one batch: accesses in order, side events before the access they precede.
     pub fn batch(&mut self, b: &Batch) -> Result<(), SimError> {
         let n = b.len();
-        let mosaic = self.cfg.os.policy == crate::config::Policy::Mosaic && self.cfg.os.pools_at.is_none();
+        let mosaic = self.os.relocates();
         let data = self.cfg.sim.data_through_caches;
         let (ia, ii) = (self.cfg.sim.interval_accesses, self.cfg.sim.interval_instructions);
         let mut i = 0;

@@ -348,6 +348,12 @@ impl Os {
 
     // ------------------------------------------------------------------ mosaic relocation
 
+    /// Whether trace addresses are relocated into simulator-placed mosaic pools (mosaic
+    /// without `os.pools_at`); otherwise [`Os::relocate`] is the identity.
+    pub fn relocates(&self) -> bool {
+        self.reloc
+    }
+
     /// Trace address -> simulated address (identity unless a mosaic pool relocates it).
     #[inline(always)]
     pub fn relocate(&mut self, va: u64) -> u64 {
