@@ -136,9 +136,10 @@ impl Tlb {
         }
     }
 
-    /// `fill` when the caller knows the size the entry is held as (`s = holds(size)`).
+    /// `fill` when the caller knows the size the entry is held as (`s = holds(size)`); returns
+    /// the set filled and the frame the entry holds.
     #[inline]
-    pub fn fill_as(&mut self, va: u64, size: PageSize, s: PageSize, pfn: u64, tag: u64) {
+    pub fn fill_as(&mut self, va: u64, size: PageSize, s: PageSize, pfn: u64, tag: u64) -> (usize, u64) {
         // A splintered entry covers the smaller page containing `va`.
         let pfn = pfn + (((va & (size.bytes() - 1)) >> 12) & !((s.bytes() >> 12) - 1));
         let key = tlb_key(va, s, tag);
@@ -149,6 +150,7 @@ impl Tlb {
             self.evictions += 1;
             self.present[((old >> VPN_BITS) & 3) as usize] -= 1;
         }
+        (set, pfn)
     }
 
     /// Invalidate entries overlapping [start, end) of address-space `tag` (any tag if `None`).
@@ -177,6 +179,8 @@ pub struct Psc {
     pub name: String,
     /// Page-table level whose entries it caches (2 = PDE ... 5 = PML5E).
     pub table_level: usize,
+    /// VA bits below what selects an entry (`12 + 9 * (table_level - 1)`).
+    shift: u32,
     pub arr: SetAssoc,
     pub stats: StructStats,
 }
@@ -186,6 +190,7 @@ impl Psc {
         Psc {
             name: c.name.clone(),
             table_level: c.caches.table_level(),
+            shift: 12 + 9 * (c.caches.table_level() as u32 - 1),
             arr: SetAssoc::new(c.entries as usize, c.ways as usize, c.replacement, seed),
             stats: StructStats::default(),
         }
@@ -194,7 +199,7 @@ impl Psc {
     /// Key: the VA bits above what the entry's child table covers.
     #[inline(always)]
     pub fn key(&self, va: u64, tag: u64) -> u64 {
-        (va >> (12 + 9 * (self.table_level as u32 - 1))) | tag
+        (va >> self.shift) | tag
     }
 
     #[inline]

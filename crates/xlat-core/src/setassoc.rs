@@ -167,14 +167,13 @@ impl SetAssoc {
 
     #[inline(always)]
     fn touch(&mut self, set: usize, way: usize) {
-        match self.repl {
-            Replacement::Lru => {
-                self.clock += 1;
-                let at = set * self.stride + self.ways + way;
-                self.mem[at] = self.clock;
-            }
-            Replacement::TreePlru => self.plru_touch(set, way),
-            Replacement::Fifo | Replacement::Random => {}
+        // An `if` chain, not a `match`: LLVM makes a match over the policies a jump table.
+        if self.repl == Replacement::Lru {
+            self.clock += 1;
+            let at = set * self.stride + self.ways + way;
+            self.mem[at] = self.clock;
+        } else if self.repl == Replacement::TreePlru {
+            self.plru_touch(set, way);
         }
     }
 
@@ -276,7 +275,25 @@ impl SetAssoc {
 
     /// Insert `tag` into `set` (the caller knows it is absent); returns the evicted valid tag
     /// and payload, if any.
+    #[inline(always)]
     pub fn insert(&mut self, set: usize, tag: u64, data: u64) -> Option<(u64, u64)> {
+        if let (Some(sa), Some(d)) = (self.stamp_at, self.data_at) {
+            // LRU or FIFO with payloads (TLBs, PSCs): the oldest stamp is the victim (an empty
+            // slot has stamp 0), and the fill gets the next stamp.
+            let base = set * self.stride;
+            let w = oldest(&self.mem[base + sa..base + sa + self.ways]);
+            let old = std::mem::replace(&mut self.mem[base + w], tag);
+            let old_data = std::mem::replace(&mut self.mem[base + d + w], data);
+            self.clock += 1;
+            self.mem[base + sa + w] = self.clock;
+            return (old != INVALID).then_some((old, old_data));
+        }
+        self.insert_any(set, tag, data)
+    }
+
+    /// `insert` for the other policies and for arrays without payloads.
+    #[inline(never)]
+    fn insert_any(&mut self, set: usize, tag: u64, data: u64) -> Option<(u64, u64)> {
         let w = self.victim(set);
         let base = set * self.stride;
         let old = self.mem[base + w];

@@ -25,8 +25,8 @@ struct WalkStats {
     walks_by_size: [u64; 3],
     faulting_walks: u64,
     loads: u64,
-    /// [table level][hit level (caches..., DRAM)]
-    loads_at: [Vec<u64>; 6],
+    /// [table level * (caches + 1) + hit level (caches..., DRAM)]
+    loads_at: Vec<u64>,
     cycles: u64,
 }
 
@@ -47,9 +47,12 @@ struct Probe {
 /// arrays (STREAM triad: three pages in turn).
 ///
 /// An entry stays valid while its entry is its set's most recently used: a probe that hits
-/// another entry of the same set drops it; every miss (fills and evictions) and every side event
-/// (invalidations, context switches) drops them all. Keys (page and role) are kept apart from
-/// the translations so that the check of all entries is a few compares over two small arrays.
+/// another entry of the same set drops it, and so does a fill of that set (the fill becomes the
+/// set's most recently used entry and may evict any other); every side event (invalidations,
+/// context switches) drops them all. A first-level fill after a miss enters the memo, so the
+/// next access to the page (a store after a load, the next element) skips the probe. Keys (page
+/// and role) are kept apart from the translations so that the check of all entries is a few
+/// compares over two small arrays.
 ///
 /// Hits through the memo are counted per entry and added to the TLB's count when the entry is
 /// replaced or the memo is flushed (at the end of each range): one counter incremented by
@@ -98,21 +101,28 @@ impl Memo {
         (found != usize::MAX).then_some(found)
     }
 
-    /// Record a hit on `h.tlb`'s set `h.set`: it becomes that set's most recently used entry,
-    /// so other entries of the set are dropped.
+    /// Record a hit on (or a fill of) `h.tlb`'s set `h.set`: it becomes that set's most
+    /// recently used entry, so other entries of the set are dropped.
     #[inline(always)]
     fn insert(&mut self, tlbs: &mut [Tlb], key: u64, shift: u32, h: MemoHit) {
-        for j in 0..MEMO {
-            if self.hit[j].tlb == h.tlb && self.hit[j].set == h.set {
-                self.key[j] = u64::MAX;
-            }
-        }
+        self.drop_set(h.tlb, h.set);
         let j = self.next;
         tlbs[self.hit[j].tlb as usize].hits += std::mem::take(&mut self.hits[j]);
         self.key[j] = key;
         self.shift[j] = shift;
         self.hit[j] = h;
         self.next = (j + 1) % MEMO;
+    }
+
+    /// Drop the entries of `tlb`'s set `set` (their hits stay pending until the entry is
+    /// replaced or flushed).
+    #[inline(always)]
+    fn drop_set(&mut self, tlb: u32, set: u32) {
+        for j in 0..MEMO {
+            if self.hit[j].tlb == tlb && self.hit[j].set == set {
+                self.key[j] = u64::MAX;
+            }
+        }
     }
 
     /// Add the pending hits to the TLBs' counts.
@@ -267,7 +277,7 @@ impl Simulator {
             tag: 0,
             asid_mode: cfg.os.asid,
             va_mask: if cfg.os.levels == 5 { (1 << 57) - 1 } else { (1 << 48) - 1 },
-            ws: WalkStats { loads_at: std::array::from_fn(|_| vec![0; ncache + 1]), ..Default::default() },
+            ws: WalkStats { loads_at: vec![0; 6 * (ncache + 1)], ..Default::default() },
             accesses: 0,
             by_kind: [0; 3],
             untranslated: 0,
@@ -335,7 +345,6 @@ impl Simulator {
             }
         }
         self.l1_misses[r] += 1;
-        self.memo.clear(&mut self.tlbs);
         let (pfn, s) = self.miss(va, r)?;
         if DATA {
             self.data_access(pfn, s, va);
@@ -352,33 +361,58 @@ impl Simulator {
 
     #[inline(never)]
     fn miss(&mut self, va: u64, r: usize) -> Result<(u64, PageSize), SimError> {
-        let levels = self.route[r].len();
         let tag = self.tag;
-        for l in 1..levels {
-            self.lookups[r][l] += 1;
-            for k in 0..self.route[r][l].len() {
-                let t = self.route[r][l][k];
+        // The levels below the first: (level, frame, size) of the first hit, if any. (Fields
+        // borrowed one by one: the route is read while the TLBs change.)
+        let route = &self.route[r];
+        let lookups = &mut self.lookups[r];
+        let mut found = None;
+        'levels: for (l, (ts, n)) in route.iter().zip(lookups.iter_mut()).enumerate().skip(1) {
+            *n += 1;
+            for &t in ts {
                 if let Some((pfn, s)) = self.tlbs[t].lookup(va, tag) {
-                    self.level_hits[r][l] += 1;
-                    self.fill_above(r, l, va, s, pfn);
-                    return Ok((pfn, s));
+                    found = Some((l, pfn, s));
+                    break 'levels;
                 }
             }
         }
-        let (pfn, s) = self.walk(va)?;
-        self.fill_above(r, levels, va, s, pfn);
+        let (upto, pfn, s) = match found {
+            Some((l, pfn, s)) => {
+                self.level_hits[r][l] += 1;
+                (l, pfn, s)
+            }
+            None => {
+                let levels = route.len();
+                let (pfn, s) = self.walk(va)?;
+                (levels, pfn, s)
+            }
+        };
+        self.fill_above(r, upto, va, s, pfn);
         // A page mapped at `s` but held only as smaller (splintered) entries still translates.
         Ok((pfn, s))
     }
 
+    /// Fill the TLBs of levels below `upto` that hold `s` pages. The first first-level fill
+    /// enters the memo (it is the first of the level in probe order, the one an access to the
+    /// page would hit); any other drops the memo entries of the set it filled.
     fn fill_above(&mut self, r: usize, upto: usize, va: u64, s: PageSize, pfn: u64) {
         let tag = self.tag;
-        for k in 0..self.fills[r][s as usize].len() {
-            let (l, t, held) = self.fills[r][s as usize][k];
+        let rbit = (r as u64) << 63;
+        let mut first = true;
+        for &(l, t, held) in &self.fills[r][s as usize] {
             if l >= upto {
                 break;
             }
-            self.tlbs[t].fill_as(va, s, held, pfn, tag);
+            let (set, entry) = self.tlbs[t].fill_as(va, s, held, pfn, tag);
+            if l == 0 {
+                if first {
+                    let h = MemoHit { tlb: t as u32, set: set as u32, size: held as u8, pfn: entry };
+                    self.memo.insert(&mut self.tlbs, (va >> held.shift()) | rbit, held.shift(), h);
+                    first = false;
+                } else {
+                    self.memo.drop_set(t as u32, set as u32);
+                }
+            }
         }
     }
 
@@ -390,12 +424,12 @@ impl Simulator {
         }
         let levels = self.os.levels();
         let root = self.os.root();
-        let (pfn, size) = match self.os.pt.lookup(root, levels, va) {
+        let (pfn, size) = match self.os.pt.lookup_memo(root, levels, va) {
             Some(x) => x,
             None => {
                 self.ws.faulting_walks += 1;
                 self.os.fault(va)?;
-                self.os.pt.lookup(root, levels, va).expect("the fault mapped the page")
+                self.os.pt.lookup_memo(root, levels, va).expect("the fault mapped the page")
             }
         };
         self.ws.walks_by_size[size as usize] += 1;
@@ -422,7 +456,7 @@ impl Simulator {
                 if ncache == 0 { (0, self.caches.dram_latency) } else { self.caches.access(pa, self.walk_first, true) };
             cycles += lat;
             self.ws.loads += 1;
-            self.ws.loads_at[level][hit] += 1;
+            self.ws.loads_at[level * (ncache + 1) + hit] += 1;
             match self.os.pt.entry(t, i) {
                 Entry::Leaf(_) => break,
                 Entry::Table(c) => {
@@ -543,13 +577,9 @@ impl Simulator {
     fn prefetch(&self, va: u64) {
         let va = va & self.va_mask;
         let pt = &self.os.pt;
-        let mut t = self.os.root();
-        for level in (2..=self.os.levels()).rev() {
-            match pt.entry(t, index(va, level)) {
-                Entry::Table(c) => t = c,
-                _ => return,
-            }
-        }
+        let Some(t) = pt.pt_of(self.os.root(), self.os.levels(), va) else {
+            return;
+        };
         let i = index(va, 1);
         pt.prefetch(t, i);
         if !self.caches.levels.is_empty() {
@@ -702,7 +732,7 @@ impl Simulator {
         put("walker.loads".into(), w.loads);
         put("walker.cycles".into(), w.cycles);
         let hit_names = self.hit_names();
-        for (lvl, row) in w.loads_at.iter().enumerate().skip(1) {
+        for (lvl, row) in w.loads_at.chunks(hit_names.len()).enumerate().skip(1) {
             if lvl > self.os.levels() {
                 continue;
             }
@@ -712,7 +742,7 @@ impl Simulator {
             }
         }
         for (h, name) in hit_names.iter().enumerate() {
-            put(format!("walker.loads_hit.{name}"), w.loads_at.iter().map(|r| r[h]).sum());
+            put(format!("walker.loads_hit.{name}"), w.loads_at.iter().skip(h).step_by(hit_names.len()).sum());
         }
         for (name, s) in self.caches.stats() {
             put(format!("cache.{name}.accesses"), s.accesses);

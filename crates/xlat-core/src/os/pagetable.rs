@@ -52,6 +52,61 @@ pub struct PageTables {
     entries: HostVec,
     /// Present entries per table.
     present: Vec<u16>,
+    regions: RegionMemo,
+}
+
+/// A host-side memo of level-2 entries (PDEs) by 2MB region and root, so that the simulator's
+/// own software walks (`lookup_memo`, and the walker's host prefetches) skip the upper levels.
+/// It is not a simulated structure: it changes no count. A slot is valid while its generation
+/// is current; the generation moves on whenever a present entry at level 2 or above is
+/// overwritten or removed (an empty table replaced by a huge page, a huge page unmapped), the
+/// only changes that can make a remembered entry wrong (tables are never freed, and a new
+/// entry fills a slot that no valid memo holds).
+#[derive(Debug, Clone)]
+struct RegionMemo {
+    slots: Vec<RegionSlot>,
+    generation: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct RegionSlot {
+    /// `va >> 21` (u64::MAX: never valid, no VA reaches it).
+    region: u64,
+    root: u32,
+    generation: u32,
+    /// The raw level-2 entry (present: a table or a 2MB leaf).
+    pde: u32,
+}
+
+const REGION_SLOTS: usize = 4096;
+const NO_REGION: RegionSlot = RegionSlot { region: u64::MAX, root: 0, generation: 0, pde: 0 };
+
+impl Default for RegionMemo {
+    fn default() -> RegionMemo {
+        RegionMemo { slots: vec![NO_REGION; REGION_SLOTS], generation: 0 }
+    }
+}
+
+impl RegionMemo {
+    #[inline(always)]
+    fn get(&self, root: u32, va: u64) -> Option<u32> {
+        let s = &self.slots[(va >> 21) as usize % REGION_SLOTS];
+        (s.region == va >> 21 && s.root == root && s.generation == self.generation).then_some(s.pde)
+    }
+
+    #[inline(always)]
+    fn put(&mut self, root: u32, va: u64, pde: u32) {
+        let generation = self.generation;
+        self.slots[(va >> 21) as usize % REGION_SLOTS] = RegionSlot { region: va >> 21, root, generation, pde };
+    }
+
+    fn invalidate(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // Slots of the generation that wrapped around would look valid again.
+            self.slots.fill(NO_REGION);
+        }
+    }
 }
 
 impl PageTables {
@@ -98,6 +153,65 @@ impl PageTables {
 
     pub fn present(&self, t: u32) -> u16 {
         self.present[t as usize]
+    }
+
+    /// `lookup` through the region memo, which it fills: the same answer, with the levels
+    /// above the PT skipped when the region's PDE is remembered.
+    #[inline]
+    pub fn lookup_memo(&mut self, root: u32, levels: usize, va: u64) -> Option<(u64, PageSize)> {
+        if let Some(pde) = self.regions.get(root, va) {
+            return self.below_pde(pde, va);
+        }
+        let mut t = root;
+        for level in (2..=levels).rev() {
+            let e = self.entries[t as usize * 512 + index(va, level)];
+            if level == 2 && e & PRESENT != 0 {
+                self.regions.put(root, va, e);
+                return self.below_pde(e, va);
+            }
+            match decode(e) {
+                Entry::Empty => return None,
+                Entry::Leaf(pfn) => return Some((pfn, PageSize::from_index(level - 1))),
+                Entry::Table(c) => t = c,
+            }
+        }
+        unreachable!("level-2 entries end the loop")
+    }
+
+    /// The leaf under a present PDE `pde` for `va`.
+    #[inline(always)]
+    fn below_pde(&self, pde: u32, va: u64) -> Option<(u64, PageSize)> {
+        match decode(pde) {
+            Entry::Leaf(pfn) => Some((pfn, PageSize::Size2M)),
+            Entry::Table(c) => match self.entry(c, index(va, 1)) {
+                Entry::Leaf(pfn) => Some((pfn, PageSize::Size4K)),
+                _ => None,
+            },
+            Entry::Empty => unreachable!("only present PDEs are remembered"),
+        }
+    }
+
+    /// The PT (level-1 table) that maps `va`, if one does, from the region memo or a walk of
+    /// the upper levels (for host prefetches: it does not fill the memo).
+    #[inline(always)]
+    pub fn pt_of(&self, root: u32, levels: usize, va: u64) -> Option<u32> {
+        let pde = match self.regions.get(root, va) {
+            Some(pde) => pde,
+            None => {
+                let mut t = root;
+                for level in (3..=levels).rev() {
+                    match self.entry(t, index(va, level)) {
+                        Entry::Table(c) => t = c,
+                        _ => return None,
+                    }
+                }
+                self.entries[t as usize * 512 + index(va, 2)]
+            }
+        };
+        match decode(pde) {
+            Entry::Table(c) => Some(c),
+            _ => None,
+        }
     }
 
     /// Software walk: the leaf mapping `va`, as (first frame, page size).
@@ -178,6 +292,9 @@ impl PageTables {
         }
         let i = index(va, leaf_level);
         debug_assert!(!matches!(self.entry(t, i), Entry::Leaf(_)), "mapping {va:#x} twice");
+        if leaf_level >= 2 && self.entries[t as usize * 512 + i] & PRESENT != 0 {
+            self.regions.invalidate(); // an empty table replaced by a huge page
+        }
         debug_assert!(pfn < 1 << 30, "validated: memory.size <= 4TiB");
         self.set(t, i, ((pfn as u32) << 2) | PRESENT | LEAF);
         Ok(created)
@@ -219,6 +336,9 @@ impl PageTables {
                 Entry::Empty => {}
                 Entry::Leaf(pfn) => {
                     self.set(t, i, 0);
+                    if level >= 2 {
+                        self.regions.invalidate();
+                    }
                     freed(va, pfn, PageSize::from_index(level - 1));
                 }
                 Entry::Table(c) => self.unmap_rec(c, level - 1, va, start, end, freed),
@@ -332,5 +452,57 @@ mod tests {
         assert_eq!(got, vec![(0x7000_1234_5000, 7, PageSize::Size4K), (0x7000_4000_0000, 512, PageSize::Size2M)]);
         assert!(!pt.region_used(root, 4, 0x7000_1220_0000, PageSize::Size2M));
         assert_eq!(pt.leaves(root, 4, 0, u64::MAX).len(), 1);
+    }
+
+    #[test]
+    fn region_memo_answers_as_the_walk_does() {
+        let mut pt = PageTables::default();
+        let (a, b) = (pt.new_table(100), pt.new_table(101));
+        let mut next = 200;
+        let mut alloc = || {
+            next += 1;
+            Some(next)
+        };
+        let va = 0x7000_1220_0000u64;
+        pt.map(a, 4, va + 0x5000, PageSize::Size4K, 7, &mut alloc).unwrap();
+        assert_eq!(pt.lookup_memo(a, 4, va + 0x5fff), Some((7, PageSize::Size4K))); // fills the memo
+        assert_eq!(pt.lookup_memo(a, 4, va + 0x6000), None);
+        assert!(pt.pt_of(a, 4, va + 0x6000).is_some());
+        assert_eq!(pt.pt_of(b, 4, va), None);
+        // Another root, same region: not the memo's answer.
+        assert_eq!(pt.lookup_memo(b, 4, va + 0x5000), None);
+        // The region's table emptied, then replaced by a 2MB page: the memo must not answer
+        // from the old table.
+        pt.unmap_range(a, 4, va, va + (2 << 20), &mut |_, _, _| {});
+        assert_eq!(pt.lookup_memo(a, 4, va + 0x5000), None);
+        pt.map(a, 4, va, PageSize::Size2M, 1024, &mut alloc).unwrap();
+        assert_eq!(pt.lookup_memo(a, 4, va + 0x5000), Some((1024, PageSize::Size2M)));
+        assert_eq!(pt.pt_of(a, 4, va), None);
+        // Unmapping the 2MB page forgets it too.
+        pt.unmap_range(a, 4, va, va + (2 << 20), &mut |_, _, _| {});
+        assert_eq!(pt.lookup_memo(a, 4, va + 0x5000), None);
+        // Random maps and unmaps of 4KB and 2MB pages over 64 regions of two roots: the memo's
+        // answers equal the plain walk's.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let base = 0x5555_0000_0000u64;
+        for step in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let root = if x & 1 == 0 { a } else { b };
+            let region = base + ((x >> 8) % 64) * (2 << 20);
+            let at = region + ((x >> 20) % 512) * 4096;
+            match (x >> 40) % 8 {
+                0 => pt.unmap_range(root, 4, region, region + (2 << 20), &mut |_, _, _| {}),
+                1 if !pt.region_used(root, 4, region, PageSize::Size2M) => {
+                    pt.map(root, 4, region, PageSize::Size2M, 4096 + step, &mut alloc).unwrap();
+                }
+                2 | 3 if pt.lookup(root, 4, at).is_none() => {
+                    pt.map(root, 4, at, PageSize::Size4K, step, &mut alloc).unwrap();
+                }
+                _ => {}
+            }
+            assert_eq!(pt.lookup_memo(root, 4, at), pt.lookup(root, 4, at), "step {step}");
+        }
     }
 }
