@@ -55,6 +55,9 @@ pub struct SetAssoc {
     /// Offset of the payloads in a row, if any.
     data_at: Option<usize>,
     repl: Replacement,
+    /// `ways` when the array is LRU or FIFO with payloads and `ways` is 4, 8 or 12 (the TLB
+    /// and PSC shapes with code compiled for their way count), else 0.
+    fast: usize,
     clock: u64,
     /// Tree-PLRU bits, one word per set (node `n` of the heap-ordered tree is bit `n`).
     plru: Vec<u64>,
@@ -103,6 +106,7 @@ impl SetAssoc {
             stamp_at,
             data_at,
             repl,
+            fast: if stamped && payload && matches!(ways, 4 | 8 | 12) { ways } else { 0 },
             clock: 0,
             plru: if repl == Replacement::TreePlru { vec![0; sets] } else { Vec::new() },
             plru_leaves,
@@ -133,6 +137,51 @@ impl SetAssoc {
     /// (0 without payloads).
     #[inline(always)]
     pub fn lookup(&mut self, set: usize, tag: u64) -> Option<u64> {
+        match self.fast {
+            4 => self.lookup_fast::<4>(set, tag),
+            12 => self.lookup_fast::<12>(set, tag),
+            8 => self.lookup_fast::<8>(set, tag),
+            _ => self.lookup_any(set, tag),
+        }
+    }
+
+    /// `lookup` for an LRU or FIFO array with payloads and `W` ways (`fast == W`): one bounds
+    /// check for the row, and its three parts at fixed offsets.
+    #[inline(always)]
+    fn lookup_fast<const W: usize>(&mut self, set: usize, tag: u64) -> Option<u64> {
+        let base = set * 3 * W;
+        let row = &mut self.mem[base..base + 3 * W];
+        let (tags, rest) = row.split_at_mut(W);
+        let (stamps, data) = rest.split_at_mut(W);
+        let w = find_tag::<W>(tags, tag);
+        if w >= W {
+            return None;
+        }
+        if self.repl == Replacement::Lru {
+            self.clock += 1;
+            stamps[w] = self.clock;
+        }
+        Some(data[w])
+    }
+
+    /// `insert` for an LRU or FIFO array with payloads and `W` ways (`fast == W`): the oldest
+    /// stamp is the victim (an empty slot has stamp 0), and the fill gets the next stamp.
+    #[inline(always)]
+    fn insert_fast<const W: usize>(&mut self, set: usize, tag: u64, payload: u64) -> Option<(u64, u64)> {
+        let base = set * 3 * W;
+        let row = &mut self.mem[base..base + 3 * W];
+        let (tags, rest) = row.split_at_mut(W);
+        let (stamps, data) = rest.split_at_mut(W);
+        let w = oldest_w::<W>(stamps);
+        let old = std::mem::replace(&mut tags[w], tag);
+        let old_data = std::mem::replace(&mut data[w], payload);
+        self.clock += 1;
+        stamps[w] = self.clock;
+        (old != INVALID).then_some((old, old_data))
+    }
+
+    #[inline(always)]
+    fn lookup_any(&mut self, set: usize, tag: u64) -> Option<u64> {
         let base = set * self.stride;
         let row = &self.mem[base..base + self.ways];
         // Branch-free scan for small sets: which way matches varies from access to access, and
@@ -277,6 +326,12 @@ impl SetAssoc {
     /// and payload, if any.
     #[inline(always)]
     pub fn insert(&mut self, set: usize, tag: u64, data: u64) -> Option<(u64, u64)> {
+        match self.fast {
+            4 => return self.insert_fast::<4>(set, tag, data),
+            12 => return self.insert_fast::<12>(set, tag, data),
+            8 => return self.insert_fast::<8>(set, tag, data),
+            _ => {}
+        }
         if let (Some(sa), Some(d)) = (self.stamp_at, self.data_at) {
             // LRU or FIFO with payloads (TLBs, PSCs): the oldest stamp is the victim (an empty
             // slot has stamp 0), and the fill gets the next stamp.
@@ -433,6 +488,37 @@ mod tests {
         assert_eq!(evict_after_hit(Replacement::TreePlru), 12);
         // FIFO ignores the hit: the first filled (A) goes.
         assert_eq!(evict_after_hit(Replacement::Fifo), 10);
+    }
+
+    #[test]
+    fn code_for_fixed_way_counts_matches_the_general_code() {
+        // Lookups, inserts on misses and invalidations over random tags: the arrays compiled
+        // for 4, 8 and 12 ways answer and evict exactly as the general code.
+        for repl in [Replacement::Lru, Replacement::Fifo] {
+            for ways in [4, 8, 12] {
+                let mut fast = SetAssoc::new(ways * 3, ways, repl, 1);
+                let mut any = SetAssoc::new(ways * 3, ways, repl, 1);
+                assert_eq!(fast.fast, ways);
+                any.fast = 0;
+                let mut x = 0x9e37_79b9_7f4a_7c15u64;
+                for step in 0..30_000u64 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let tag = x % (5 * ways as u64);
+                    let set = fast.set_of(tag);
+                    if step % 997 == 0 {
+                        let n = fast.invalidate_if(|t| t % 3 == 0);
+                        assert_eq!(n, any.invalidate_if(|t| t % 3 == 0));
+                    }
+                    let hit = fast.lookup(set, tag);
+                    assert_eq!(hit, any.lookup(set, tag), "{repl:?} {ways} ways, step {step}");
+                    if hit.is_none() {
+                        assert_eq!(fast.insert(set, tag, step), any.insert(set, tag, step));
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -59,10 +59,12 @@ struct Probe {
 /// every access would chain every access to the last through memory.
 #[derive(Clone, Copy)]
 struct Memo {
-    /// `(va >> shift) | role << 63` of the page, or `u64::MAX` when empty (page numbers of
-    /// 57-bit addresses never reach bit 57).
+    /// The page's first address `| role << 63`, or `u64::MAX` when empty (no 57-bit address
+    /// with the role bit reaches it).
     key: [u64; MEMO],
-    shift: [u32; MEMO],
+    /// The bits of an address that select its page, and the role bit: `key[j]` holds the
+    /// page of `va` iff `(va | role << 63) & mask[j] == key[j]` (an AND, not a variable shift).
+    mask: [u64; MEMO],
     hit: [MemoHit; MEMO],
     /// Hits through each entry not yet added to its TLB's count.
     hits: [u64; MEMO],
@@ -84,7 +86,7 @@ struct MemoHit {
 impl Memo {
     const EMPTY: Memo = Memo {
         key: [u64::MAX; MEMO],
-        shift: [0; MEMO],
+        mask: [0; MEMO],
         hit: [MemoHit { tlb: 0, set: u32::MAX, size: 0, pfn: 0 }; MEMO],
         hits: [0; MEMO],
         next: 0,
@@ -94,9 +96,10 @@ impl Memo {
     #[inline(always)]
     fn find(&self, va: u64, rbit: u64) -> Option<usize> {
         // Branch-free over the entries: which one matches varies from access to access.
+        let va = va | rbit;
         let mut found = usize::MAX;
         for j in 0..MEMO {
-            found = if (va >> self.shift[j]) | rbit == self.key[j] { j } else { found };
+            found = if va & self.mask[j] == self.key[j] { j } else { found };
         }
         (found != usize::MAX).then_some(found)
     }
@@ -104,12 +107,12 @@ impl Memo {
     /// Record a hit on (or a fill of) `h.tlb`'s set `h.set`: it becomes that set's most
     /// recently used entry, so other entries of the set are dropped.
     #[inline(always)]
-    fn insert(&mut self, tlbs: &mut [Tlb], key: u64, shift: u32, h: MemoHit) {
+    fn insert(&mut self, tlbs: &mut [Tlb], va: u64, rbit: u64, shift: u32, h: MemoHit) {
         self.drop_set(h.tlb, h.set);
         let j = self.next;
         tlbs[self.hit[j].tlb as usize].hits += std::mem::take(&mut self.hits[j]);
-        self.key[j] = key;
-        self.shift[j] = shift;
+        self.mask[j] = !((1u64 << shift) - 1);
+        self.key[j] = (va & self.mask[j]) | rbit;
         self.hit[j] = h;
         self.next = (j + 1) % MEMO;
     }
@@ -337,7 +340,7 @@ impl Simulator {
             if let Some(pfn) = t.arr.lookup(set, key) {
                 t.hits += 1;
                 let h = MemoHit { tlb: p.tlb, set: set as u32, size: p.size, pfn };
-                self.memo.insert(&mut self.tlbs, (va >> p.shift) | rbit, p.shift, h);
+                self.memo.insert(&mut self.tlbs, va, rbit, p.shift, h);
                 if DATA {
                     self.data_access(pfn, PageSize::from_index(p.size as usize), va);
                 }
@@ -407,7 +410,7 @@ impl Simulator {
             if l == 0 {
                 if first {
                     let h = MemoHit { tlb: t as u32, set: set as u32, size: held as u8, pfn: entry };
-                    self.memo.insert(&mut self.tlbs, (va >> held.shift()) | rbit, held.shift(), h);
+                    self.memo.insert(&mut self.tlbs, va, rbit, held.shift(), h);
                     first = false;
                 } else {
                     self.memo.drop_set(t as u32, set as u32);
