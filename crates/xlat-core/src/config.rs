@@ -68,11 +68,8 @@ impl PageSize {
     pub const ALL: [PageSize; 3] = [PageSize::Size4K, PageSize::Size2M, PageSize::Size1G];
     #[inline(always)]
     pub fn shift(self) -> u32 {
-        match self {
-            PageSize::Size4K => 12,
-            PageSize::Size2M => 21,
-            PageSize::Size1G => 30,
-        }
+        // 12, 21, 30: arithmetic rather than a match (no table load in the hot loop).
+        12 + 9 * self as u32
     }
     #[inline(always)]
     pub fn bytes(self) -> u64 {

@@ -370,11 +370,12 @@ impl Simulator {
         let route = &self.route[r];
         let lookups = &mut self.lookups[r];
         let mut found = None;
-        'levels: for (l, (ts, n)) in route.iter().zip(lookups.iter_mut()).enumerate().skip(1) {
+        // (`fast` is not empty, so neither is the route.)
+        'levels: for (l, (ts, n)) in route[1..].iter().zip(&mut lookups[1..]).enumerate() {
             *n += 1;
             for &t in ts {
                 if let Some((pfn, s)) = self.tlbs[t].lookup(va, tag) {
-                    found = Some((l, pfn, s));
+                    found = Some((l + 1, pfn, s));
                     break 'levels;
                 }
             }
