@@ -65,20 +65,24 @@ impl Caches {
 
     /// Access physical address `pa` starting at level `from`; returns (level that hit, with
     /// `levels.len()` meaning DRAM, and the latency of that level).
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, pa: u64, from: usize, walk: bool) -> (usize, u64) {
         let n = self.levels.len();
-        let (mut hit, mut latency) = (n, self.dram_latency);
         // Every level that misses allocates the line (in the same pass: the order of fills
         // does not matter, each level is independent).
-        for (l, c) in self.levels.iter_mut().enumerate().skip(from) {
-            if c.probe(pa) {
-                (hit, latency) = (l, c.latency);
-                break;
+        let mut l = from.min(n);
+        let latency = loop {
+            if l == n {
+                break self.dram_latency;
             }
-        }
-        self.hist[(walk as usize * (n + 1) + from) * (n + 1) + hit] += 1;
-        (hit, latency)
+            let c = &mut self.levels[l];
+            if c.probe(pa) {
+                break c.latency;
+            }
+            l += 1;
+        };
+        self.hist[(walk as usize * (n + 1) + from) * (n + 1) + l] += 1;
+        (l, latency)
     }
 
     /// Host prefetch of the rows `pa` maps to from level `from` on (no simulated effect).
@@ -185,10 +189,10 @@ impl Cache {
         // instructions. (An `if` chain, not a `match`: a jump table is an indirect branch.)
         // SAFETY (all three): a fast level's `off_mask` is `(sets - 1) << row_shift`, so `off`
         // is the start of one of the `sets` rows of `rows` (`Rows::probe`'s contract).
-        if self.fast == 16 {
-            unsafe { self.rows.probe::<16>(off, tag) }
-        } else if self.fast == 8 {
+        if self.fast == 8 {
             unsafe { self.rows.probe::<8>(off, tag) }
+        } else if self.fast == 16 {
+            unsafe { self.rows.probe::<16>(off, tag) }
         } else if self.fast == 4 {
             unsafe { self.rows.probe::<4>(off, tag) }
         } else {
@@ -245,35 +249,33 @@ struct Block([u32; 16]);
 /// set is a row of `lanes` (4, 8 or 16, the next of these at or above `ways`) u32 tags, the
 /// quotients `line / sets` (the set index is implied by the row), in recency order: for LRU the
 /// most recently used way first, for FIFO the most recent fill first; empty ways (`EMPTY`)
-/// follow the valid ones, and lanes past `ways` stay `EMPTY` (they never match a tag). A row is
-/// aligned to its size, so an 8 MiB 16-way LLC row is exactly one host cache line (64 bytes
-/// instead of 16 u64 tags and 16 u64 stamps, 256 bytes), and the 4-way rows of a 256 KiB L2 are
-/// 16 bytes.
+/// follow the valid ones. Lanes past `ways` are not part of the set (they hold what a miss
+/// pushed out of the last way, and a probe ignores them). A row is aligned to its size, so an
+/// 8 MiB 16-way LLC row is exactly one host cache line (64 bytes instead of 16 u64 tags and 16
+/// u64 stamps, 256 bytes), and the 4-way rows of a 256 KiB L2 are 16 bytes.
 ///
-/// A probe compares the tag with every lane, then moves lanes `0..=p` one place down and puts
-/// the tag in lane 0, where `p` is: for LRU the lane that hit (a hit at `p` moves the line to
-/// the front) or on a miss `ways - 1` (the last way, empty or the least recently used line,
-/// drops out); for FIFO on a miss `ways - 1` as well and on a hit nothing moves. This is exact
-/// LRU and FIFO, and the victims are those of [`SetAssoc`] with stamps (the first way with the
+/// A miss moves every lane one place down and puts the tag in lane 0 (the last way, empty or
+/// the least recently used or filled line, drops out). An LRU hit at lane `p` moves lanes
+/// `0..p` one place down and the tag to lane 0; a FIFO hit changes nothing. This is exact LRU
+/// and FIFO, and the victims are those of [`SetAssoc`] with stamps (the first way with the
 /// oldest stamp, empty ways having stamp 0): the way a line occupies is not observable, only
 /// whether a probe hits and whether a fill evicts a valid line, and with stamps too every
 /// empty way is filled before any valid line is evicted (levels are never invalidated). A unit
 /// test checks this against the stamped rows for 1-16 ways.
 ///
-/// The move is a blend of the row with itself shifted by one lane (and the tag in lane 0) under
-/// a mask of the lanes `0..=p` from a per-level table, indexed by the lowest set bit of the
-/// compare mask with a stop bit: no branch depends on whether or where the probe hit.
+/// A hit's move is a blend of the row with itself shifted by one lane under a mask of the lanes
+/// `0..=p` from a per-level table (all zero for FIFO), so that no branch depends on where the
+/// probe hit.
 #[derive(Debug, Clone)]
 struct Rows {
     lanes: usize,
-    /// The stop bit in the compare mask's units (`bits_per_lane::<L>()` per lane): lane
-    /// `ways - 1` for LRU, lane `lanes` for FIFO.
-    stop: u32,
+    ways: usize,
+    /// The compare-mask bits (`bits_per_lane::<L>()` per lane) of the lanes `0..ways`.
+    way_bits: u32,
     /// The rows (`sets * lanes` u32, then `EMPTY` up to a whole block).
     mem: Vec<Block>,
-    /// `lanes + 1` masks of `lanes` u32 each (all ones in the lanes that move): LRU, entry `p`
-    /// (a hit at `p`, or a miss at `ways - 1`) the lanes `0..=p`; FIFO, entries `0..lanes`
-    /// nothing (hits), entry `lanes` (misses) the lanes `0..ways`.
+    /// `lanes` masks of `lanes` u32 each (all ones in the lanes that move), entry `p` for a hit
+    /// at lane `p`: LRU, the lanes `0..=p`; FIFO, none.
     masks: Vec<Block>,
 }
 
@@ -288,7 +290,7 @@ const fn bits_per_lane<const L: usize>() -> usize {
 
 impl Rows {
     fn empty() -> Rows {
-        Rows { lanes: 4, stop: 0, mem: Vec::new(), masks: Vec::new() }
+        Rows { lanes: 4, ways: 0, way_bits: 0, mem: Vec::new(), masks: Vec::new() }
     }
 
     fn new(sets: usize, ways: usize, lru: bool) -> Rows {
@@ -306,11 +308,10 @@ impl Rows {
             crate::os::pagetable::advise_huge(mem.as_mut_ptr() as *mut u8, blocks * 64);
         }
         mem.resize(blocks, Block([EMPTY; 16]));
-        let mut flat = vec![0u32; (lanes + 1) * lanes];
+        let mut flat = vec![0u32; lanes * lanes];
         for (entry, mask) in flat.chunks_mut(lanes).enumerate() {
             for (lane, m) in mask.iter_mut().enumerate() {
-                let moves = if lru { entry < ways && lane <= entry } else { entry == lanes && lane < ways };
-                *m = if moves { u32::MAX } else { 0 };
+                *m = if lru && entry < ways && lane <= entry { u32::MAX } else { 0 };
             }
         }
         let mut masks = vec![Block([0; 16]); flat.len().div_ceil(16)];
@@ -318,13 +319,15 @@ impl Rows {
             masks[i / 16].0[i % 16] = m;
         }
         let bits = if lanes == 8 { 2 } else { 1 };
-        let stop = 1 << (bits * if lru { ways - 1 } else { lanes });
-        Rows { lanes, stop, mem, masks }
+        let way_bits = ((1u64 << (bits * ways)) - 1) as u32;
+        Rows { lanes, ways, way_bits, mem, masks }
     }
 
     /// Valid lines held.
     fn valid(&self) -> u64 {
-        self.mem.iter().flat_map(|b| b.0).filter(|&t| t != EMPTY).count() as u64
+        let lanes = self.mem.iter().flat_map(|b| b.0);
+        let ways = lanes.enumerate().filter(|&(i, _)| i % self.lanes < self.ways);
+        ways.filter(|&(_, t)| t != EMPTY).count() as u64
     }
 
     /// Look `tag` up in the row at byte offset `off` and update the row; returns whether it hit.
@@ -337,7 +340,7 @@ impl Rows {
         let masks = self.masks.as_ptr() as *const u32;
         // SAFETY: by the contract the row lies in `mem`, aligned to its size; `masks` is the
         // table of `L + 1` masks of `L` lanes.
-        unsafe { probe_row::<L>((self.mem.as_mut_ptr() as *mut u8).add(off) as *mut u32, masks, self.stop, tag) }
+        unsafe { probe_row::<L>((self.mem.as_mut_ptr() as *mut u8).add(off) as *mut u32, masks, self.way_bits, tag) }
     }
 }
 
@@ -346,8 +349,8 @@ use self::probe_scalar as probe_row;
 #[cfg(target_arch = "x86_64")]
 use self::probe_sse2 as probe_row;
 
-/// Byte offset of the mask entry for the lowest set bit `bit` of a compare mask (with its stop
-/// bit) of a row of `L` lanes (with two bits per lane, `bit` is even).
+/// Byte offset of the mask entry for the lowest set bit `bit` of a compare mask of a row of `L`
+/// lanes (with two bits per lane, `bit` is even).
 #[inline(always)]
 fn mask_offset<const L: usize>(bit: u32) -> usize {
     bit as usize * (4 * L / bits_per_lane::<L>())
@@ -356,21 +359,26 @@ fn mask_offset<const L: usize>(bit: u32) -> usize {
 /// [`Rows::probe`] of the row `row` with the mask table `masks`, in plain Rust.
 ///
 /// # Safety
-/// `row` points to `L` u32 aligned to 4 * L bytes, `masks` to `(L + 1) * L` u32.
+/// `row` points to `L` u32 aligned to 4 * L bytes, `masks` to `L * L` u32.
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 #[inline(always)]
-unsafe fn probe_scalar<const L: usize>(row: *mut u32, masks: *const u32, stop: u32, tag: u32) -> bool {
+unsafe fn probe_scalar<const L: usize>(row: *mut u32, masks: *const u32, way_bits: u32, tag: u32) -> bool {
     // SAFETY: by the contract.
-    let (row, masks) = unsafe { (&mut *(row as *mut [u32; L]), std::slice::from_raw_parts(masks, (L + 1) * L)) };
+    let (row, masks) = unsafe { (&mut *(row as *mut [u32; L]), std::slice::from_raw_parts(masks, L * L)) };
     let b = bits_per_lane::<L>();
-    let hits = row.iter().enumerate().fold(0u32, |m, (i, &t)| m | ((t == tag) as u32) << (b * i));
-    let entry = mask_offset::<L>((hits | stop).trailing_zeros()) / 4;
+    let hits = row.iter().enumerate().fold(0u32, |m, (i, &t)| m | ((t == tag) as u32) << (b * i)) & way_bits;
+    if hits == 0 {
+        row.copy_within(0..L - 1, 1);
+        row[0] = tag;
+        return false;
+    }
+    let entry = mask_offset::<L>(hits.trailing_zeros()) / 4;
     let mask = &masks[entry..entry + L];
     for i in (1..L).rev() {
         row[i] = (row[i] & !mask[i]) | (row[i - 1] & mask[i]);
     }
     row[0] = (row[0] & !mask[0]) | (tag & mask[0]);
-    hits != 0
+    true
 }
 
 /// [`Rows::probe`] with SSE2 (every x86-64 has it).
@@ -380,14 +388,14 @@ unsafe fn probe_scalar<const L: usize>(row: *mut u32, masks: *const u32, stop: u
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 #[allow(clippy::needless_range_loop)] // vector k of the row, of the mask and of the arrays
-unsafe fn probe_sse2<const L: usize>(row: *mut u32, masks: *const u32, stop: u32, tag: u32) -> bool {
+unsafe fn probe_sse2<const L: usize>(row: *mut u32, masks: *const u32, way_bits: u32, tag: u32) -> bool {
     use std::arch::x86_64::*;
     const { assert!(L == 4 || L == 8 || L == 16) };
     let v = row as *mut __m128i;
     let t = _mm_set1_epi32(tag as i32);
     // SAFETY (every load and store below): the row is `L / 4` aligned vectors; the unaligned
     // loads at `row + 4k - 1` (k >= 1) lie inside it; the mask entry is `L / 4` aligned
-    // vectors of the table (an entry index is at most `L`, the stop bit's lane).
+    // vectors of the table (an entry index is a lane below `L`).
     unsafe {
         let mut a = [_mm_setzero_si128(); 4];
         for k in 0..L / 4 {
@@ -401,18 +409,25 @@ unsafe fn probe_sse2<const L: usize>(row: *mut u32, masks: *const u32, stop: u32
             _mm_movemask_epi8(_mm_packs_epi32(eq[0], eq[1]))
         } else {
             _mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(eq[0], eq[1]), _mm_packs_epi32(eq[2], eq[3])))
-        } as u32;
-        let m = masks.byte_add(mask_offset::<L>((hits | stop).trailing_zeros())) as *const __m128i;
+        } as u32
+            & way_bits;
         // The row shifted down one lane, the tag in lane 0 (all loaded before any store).
         let mut s = [_mm_or_si128(_mm_slli_si128::<4>(a[0]), _mm_cvtsi32_si128(tag as i32)); 4];
         for k in 1..L / 4 {
             s[k] = _mm_loadu_si128(row.add(4 * k - 1) as *const __m128i);
         }
+        if hits == 0 {
+            for k in 0..L / 4 {
+                _mm_store_si128(v.add(k), s[k]);
+            }
+            return false;
+        }
+        let m = masks.byte_add(mask_offset::<L>(hits.trailing_zeros())) as *const __m128i;
         for k in 0..L / 4 {
             let blend = _mm_xor_si128(a[k], _mm_and_si128(_mm_xor_si128(a[k], s[k]), _mm_load_si128(m.add(k))));
             _mm_store_si128(v.add(k), blend);
         }
-        hits != 0
+        true
     }
 }
 
@@ -454,7 +469,7 @@ mod tests {
         let before = r.valid();
         let off = (line % sets as u64) as usize * 4 * r.lanes;
         let tag = (line / sets as u64) as u32;
-        let (masks, stop) = (r.masks.as_ptr() as *const u32, r.stop);
+        let (masks, way_bits) = (r.masks.as_ptr() as *const u32, r.way_bits);
         // SAFETY: `off` is the start of a row below `sets`, `masks` the table of these rows.
         let hit = unsafe {
             let row = (r.mem.as_mut_ptr() as *mut u8).add(off) as *mut u32;
@@ -462,9 +477,9 @@ mod tests {
                 (16, false) => r.probe::<16>(off, tag),
                 (8, false) => r.probe::<8>(off, tag),
                 (4, false) => r.probe::<4>(off, tag),
-                (16, true) => probe_scalar::<16>(row, masks, stop, tag),
-                (8, true) => probe_scalar::<8>(row, masks, stop, tag),
-                _ => probe_scalar::<4>(row, masks, stop, tag),
+                (16, true) => probe_scalar::<16>(row, masks, way_bits, tag),
+                (8, true) => probe_scalar::<8>(row, masks, way_bits, tag),
+                _ => probe_scalar::<4>(row, masks, way_bits, tag),
             }
         };
         (hit, !hit && r.valid() == before)
