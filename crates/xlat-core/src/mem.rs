@@ -186,14 +186,15 @@ impl Cache {
         let tag = (pa >> self.tag_shift) as u32;
         debug_assert!(self.fast == 0 || tag != EMPTY, "line beyond physical memory");
         // Compiled for each row width, so that the tag compare and the update are a few vector
-        // instructions. (An `if` chain, not a `match`: a jump table is an indirect branch.)
+        // instructions. (Bit tests, most frequent first: LLVM turns `==` chains and `match`
+        // into a compare tree in its own order, or a jump table, an indirect branch.)
         // SAFETY (all three): a fast level's `off_mask` is `(sets - 1) << row_shift`, so `off`
         // is the start of one of the `sets` rows of `rows` (`Rows::probe`'s contract).
-        if self.fast == 8 {
+        if self.fast & 8 != 0 {
             unsafe { self.rows.probe::<8>(off, tag) }
-        } else if self.fast == 16 {
+        } else if self.fast & 16 != 0 {
             unsafe { self.rows.probe::<16>(off, tag) }
-        } else if self.fast == 4 {
+        } else if self.fast & 4 != 0 {
             unsafe { self.rows.probe::<4>(off, tag) }
         } else {
             self.probe_slow(pa)
