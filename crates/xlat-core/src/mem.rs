@@ -324,11 +324,11 @@ impl Rows {
         Rows { lanes, ways, way_bits, mem, masks }
     }
 
-    /// Valid lines held.
+    /// Valid lines held. (Every time-series sample asks: rows never straddle a block, so this is
+    /// a plain scan, about 50 us for an 8 MiB LLC.)
     fn valid(&self) -> u64 {
-        let lanes = self.mem.iter().flat_map(|b| b.0);
-        let ways = lanes.enumerate().filter(|&(i, _)| i % self.lanes < self.ways);
-        ways.filter(|&(_, t)| t != EMPTY).count() as u64
+        let rows = self.mem.iter().flat_map(|b| b.0.chunks_exact(self.lanes));
+        rows.map(|r| r[..self.ways].iter().filter(|&&t| t != EMPTY).count() as u64).sum()
     }
 
     /// Look `tag` up in the row at byte offset `off` and update the row; returns whether it hit.
