@@ -70,7 +70,8 @@ impl Caches {
         let n = self.levels.len();
         // Every level that misses allocates the line (in the same pass: the order of fills
         // does not matter, each level is independent).
-        let mut l = from.min(n);
+        let from = from.min(n); // (past the last level: DRAM, as no level to probe)
+        let mut l = from;
         let latency = loop {
             if l == n {
                 break self.dram_latency;
@@ -462,6 +463,10 @@ mod tests {
         assert_eq!(s[1].1.evictions, 0);
         assert_eq!(c.dram_accesses(), 2);
         assert_eq!(c.dram_walk_accesses(), 1);
+        // Starting past the last level: DRAM, no level counts it.
+        assert_eq!(c.access(0x1000, 5, false), (2, 200));
+        assert_eq!(c.dram_accesses(), 3);
+        assert_eq!(c.stats(), s);
     }
 
     /// Probe `line` in compact rows of `sets` sets (SSE2 or scalar); returns (hit, evicted a
