@@ -757,8 +757,8 @@ impl Simulator {
             put(format!("cache.{name}.walk_accesses"), s.walk_accesses);
             put(format!("cache.{name}.walk_hits"), s.walk_hits);
         }
-        put("dram.accesses".into(), self.caches.dram_accesses);
-        put("dram.walk_accesses".into(), self.caches.dram_walk_accesses);
+        put("dram.accesses".into(), self.caches.dram_accesses());
+        put("dram.walk_accesses".into(), self.caches.dram_walk_accesses());
         put("data.cycles".into(), self.data_cycles);
         put("shootdowns".into(), self.range_shootdowns + self.context_flushes);
         put("shootdowns.range".into(), self.range_shootdowns);
