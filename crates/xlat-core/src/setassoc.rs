@@ -149,10 +149,7 @@ impl SetAssoc {
     /// check for the row, and its three parts at fixed offsets.
     #[inline(always)]
     fn lookup_fast<const W: usize>(&mut self, set: usize, tag: u64) -> Option<u64> {
-        let base = set * 3 * W;
-        let row = &mut self.mem[base..base + 3 * W];
-        let (tags, rest) = row.split_at_mut(W);
-        let (stamps, data) = rest.split_at_mut(W);
+        let (tags, stamps, data) = row_parts::<W>(&mut self.mem, set);
         let w = find_tag::<W>(tags, tag);
         if w >= W {
             return None;
@@ -168,10 +165,7 @@ impl SetAssoc {
     /// stamp is the victim (an empty slot has stamp 0), and the fill gets the next stamp.
     #[inline(always)]
     fn insert_fast<const W: usize>(&mut self, set: usize, tag: u64, payload: u64) -> Option<(u64, u64)> {
-        let base = set * 3 * W;
-        let row = &mut self.mem[base..base + 3 * W];
-        let (tags, rest) = row.split_at_mut(W);
-        let (stamps, data) = rest.split_at_mut(W);
+        let (tags, stamps, data) = row_parts::<W>(&mut self.mem, set);
         let w = oldest_w::<W>(stamps);
         let old = std::mem::replace(&mut tags[w], tag);
         let old_data = std::mem::replace(&mut data[w], payload);
@@ -332,21 +326,10 @@ impl SetAssoc {
             8 => return self.insert_fast::<8>(set, tag, data),
             _ => {}
         }
-        if let (Some(sa), Some(d)) = (self.stamp_at, self.data_at) {
-            // LRU or FIFO with payloads (TLBs, PSCs): the oldest stamp is the victim (an empty
-            // slot has stamp 0), and the fill gets the next stamp.
-            let base = set * self.stride;
-            let w = oldest(&self.mem[base + sa..base + sa + self.ways]);
-            let old = std::mem::replace(&mut self.mem[base + w], tag);
-            let old_data = std::mem::replace(&mut self.mem[base + d + w], data);
-            self.clock += 1;
-            self.mem[base + sa + w] = self.clock;
-            return (old != INVALID).then_some((old, old_data));
-        }
         self.insert_any(set, tag, data)
     }
 
-    /// `insert` for the other policies and for arrays without payloads.
+    /// `insert` for the other policies, way counts and arrays without payloads.
     #[inline(never)]
     fn insert_any(&mut self, set: usize, tag: u64, data: u64) -> Option<(u64, u64)> {
         let w = self.victim(set);
@@ -397,6 +380,16 @@ impl SetAssoc {
         let base = set * self.stride;
         self.mem[base..base + self.ways].iter().copied().filter(|&t| t != INVALID).collect()
     }
+}
+
+/// The tags, stamps and payloads of row `set` of an LRU or FIFO array with payloads and `W`
+/// ways (rows of `3 * W` words): one bounds check for the row.
+#[inline(always)]
+fn row_parts<const W: usize>(mem: &mut [u64], set: usize) -> (&mut [u64], &mut [u64], &mut [u64]) {
+    let row = &mut mem[set * 3 * W..(set + 1) * 3 * W];
+    let (tags, rest) = row.split_at_mut(W);
+    let (stamps, data) = rest.split_at_mut(W);
+    (tags, stamps, data)
 }
 
 /// `$f::<W>($args)` with `W = $ways` for the usual TLB and PSC way counts (fully unrolled
