@@ -52,7 +52,14 @@ pub struct Caches {
     /// Accesses by (walk, first level, level that hit with `levels.len()` = DRAM), at
     /// `(walk * (n + 1) + from) * (n + 1) + hit` for `n` levels.
     hist: Vec<u64>,
+    /// The first level whose tags take more than [`PREFETCH_BYTES`] of host memory (the levels
+    /// below it are larger still: sizes grow down the hierarchy in every preset; a smaller
+    /// level after a larger one is only prefetched needlessly).
+    prefetch_from: usize,
 }
+
+/// Host bytes of a level's tags above which its rows are prefetched before walks.
+const PREFETCH_BYTES: u64 = 256 << 10;
 
 impl Caches {
     /// `memory` is the physical memory size in bytes (every address accessed is below it).
@@ -60,7 +67,8 @@ impl Caches {
         let levels: Vec<Cache> =
             cfg.iter().enumerate().map(|(i, c)| Cache::new(c, memory, seed ^ (0x100 + i as u64))).collect();
         let n = levels.len();
-        Caches { levels, dram_latency, hist: vec![0; 2 * (n + 1) * (n + 1)] }
+        let prefetch_from = cfg.iter().position(|c| (c.size.0 / c.line) * 4 > PREFETCH_BYTES).unwrap_or(n);
+        Caches { levels, dram_latency, hist: vec![0; 2 * (n + 1) * (n + 1)], prefetch_from }
     }
 
     /// Access physical address `pa` starting at level `from`; returns (level that hit, with
@@ -71,25 +79,41 @@ impl Caches {
         // Every level that misses allocates the line (in the same pass: the order of fills
         // does not matter, each level is independent).
         let from = from.min(n); // (past the last level: DRAM, as no level to probe)
-        let mut l = from;
-        let latency = loop {
-            if l == n {
-                break self.dram_latency;
+        let dram = (n, self.dram_latency);
+        // Straight-line code for the usual three levels below `from` (no loop to run).
+        let (l, latency) = match &mut self.levels[from..] {
+            [a, b, c] => {
+                if a.probe(pa) {
+                    (from, a.latency)
+                } else if b.probe(pa) {
+                    (from + 1, b.latency)
+                } else if c.probe(pa) {
+                    (from + 2, c.latency)
+                } else {
+                    dram
+                }
             }
-            let c = &mut self.levels[l];
-            if c.probe(pa) {
-                break c.latency;
+            levels => {
+                let mut hit = dram;
+                for (i, c) in levels.iter_mut().enumerate() {
+                    if c.probe(pa) {
+                        hit = (from + i, c.latency);
+                        break;
+                    }
+                }
+                hit
             }
-            l += 1;
         };
         self.hist[(walk as usize * (n + 1) + from) * (n + 1) + l] += 1;
         (l, latency)
     }
 
-    /// Host prefetch of the rows `pa` maps to from level `from` on (no simulated effect).
+    /// Host prefetch of the rows `pa` maps to from level `from` on (no simulated effect), for
+    /// levels whose tags are large enough to miss in the host's caches (smaller ones stay
+    /// resident; prefetching them costs instructions and saves nothing).
     #[inline]
     pub fn prefetch(&self, pa: u64, from: usize) {
-        for c in &self.levels[from..] {
+        for c in &self.levels[from.max(self.prefetch_from)..] {
             c.prefetch(pa);
         }
     }

@@ -24,14 +24,22 @@ struct WalkStats {
     walks: u64,
     walks_by_size: [u64; 3],
     faulting_walks: u64,
-    loads: u64,
     /// [table level * (caches + 1) + hit level (caches..., DRAM)]
     loads_at: Vec<u64>,
     cycles: u64,
 }
 
+impl WalkStats {
+    /// Walk loads (each is counted once in `loads_at`).
+    fn loads(&self) -> u64 {
+        self.loads_at.iter().sum()
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Probe {
+    /// Route level (0 = first).
+    level: u32,
     tlb: u32,
     shift: u32,
     size: u8,
@@ -66,6 +74,8 @@ struct Memo {
     /// page of `va` iff `(va | role << 63) & mask[j] == key[j]` (an AND, not a variable shift).
     mask: [u64; MEMO],
     hit: [MemoHit; MEMO],
+    /// `tlb << 32 | set` of each entry's `hit` (one compare per entry when a set is dropped).
+    slot: [u64; MEMO],
     /// Hits through each entry not yet added to its TLB's count.
     hits: [u64; MEMO],
     /// Entry replaced by the next insertion (round robin).
@@ -88,6 +98,7 @@ impl Memo {
         key: [u64::MAX; MEMO],
         mask: [0; MEMO],
         hit: [MemoHit { tlb: 0, set: u32::MAX, size: 0, pfn: 0 }; MEMO],
+        slot: [u32::MAX as u64; MEMO],
         hits: [0; MEMO],
         next: 0,
     };
@@ -114,6 +125,7 @@ impl Memo {
         self.mask[j] = !((1u64 << shift) - 1);
         self.key[j] = (va & self.mask[j]) | rbit;
         self.hit[j] = h;
+        self.slot[j] = (h.tlb as u64) << 32 | h.set as u64;
         self.next = (j + 1) % MEMO;
     }
 
@@ -121,8 +133,9 @@ impl Memo {
     /// replaced or flushed).
     #[inline(always)]
     fn drop_set(&mut self, tlb: u32, set: u32) {
+        let slot = (tlb as u64) << 32 | set as u64;
         for j in 0..MEMO {
-            if self.hit[j].tlb == tlb && self.hit[j].set == set {
+            if self.slot[j] == slot {
                 self.key[j] = u64::MAX;
             }
         }
@@ -159,10 +172,15 @@ pub struct Simulator {
     level_hits: [Vec<u64>; 2],
     /// Level-1 probes per access kind, flattened over the TLBs and their page sizes.
     fast: [Vec<Probe>; 2],
+    /// The probes of the levels below the first, flattened the same way, in route order.
+    deep: [Vec<Probe>; 2],
     l1_misses: [u64; 2],
     level_latency: Vec<u64>,
     pscs: Vec<Psc>,
     psc_for_level: [Option<usize>; 6],
+    /// Per leaf page size: the PSCs a walk to such a leaf probes (above the leaf's level, within
+    /// the page table's levels), lowest table level first.
+    psc_probe: [Vec<usize>; 3],
     caches: Caches,
     walk_first: usize,
     walk_latency: u64,
@@ -184,6 +202,25 @@ pub struct Simulator {
     prefetching: bool,
     /// `sim.miss_profile`: walks per 2MB region (`va >> 21`) of the simulated address space.
     miss_profile: Option<HashMap<u64, u64>>,
+}
+
+/// The probes of route levels `levels`: every (TLB, page size held), in route order.
+fn probes(tlbs: &[Tlb], route: &[Vec<usize>], levels: std::ops::Range<usize>) -> Vec<Probe> {
+    let mut v = Vec::new();
+    for l in levels {
+        for &t in route.get(l).map_or(&[][..], Vec::as_slice) {
+            for &s in &tlbs[t].sizes {
+                v.push(Probe {
+                    level: l as u32,
+                    tlb: t as u32,
+                    shift: s.shift(),
+                    size: s as u8,
+                    size_bits: (s as u64) << crate::mmu::VPN_BITS,
+                });
+            }
+        }
+    }
+    v
 }
 
 /// Where the simulation failed.
@@ -234,6 +271,10 @@ impl Simulator {
         };
         let ncache = cfg.cache.len();
         let os = Os::new(cfg)?;
+        let psc_probe = std::array::from_fn(|s| {
+            let leaf = PageSize::from_index(s).leaf_level();
+            (0..pscs.len()).filter(|&p| pscs[p].table_level > leaf && pscs[p].table_level <= os.levels()).collect()
+        });
         let fills = std::array::from_fn(|r| {
             std::array::from_fn(|s| {
                 let mut v = Vec::new();
@@ -250,23 +291,8 @@ impl Simulator {
         Ok(Simulator {
             fills,
             lookups: [vec![0; route[0].len()], vec![0; route[1].len()]],
-            fast: std::array::from_fn(|r| {
-                route[r]
-                    .first()
-                    .map(|v| {
-                        v.iter()
-                            .flat_map(|&t| {
-                                tlbs[t].sizes.iter().map(move |&s| Probe {
-                                    tlb: t as u32,
-                                    shift: s.shift(),
-                                    size: s as u8,
-                                    size_bits: (s as u64) << crate::mmu::VPN_BITS,
-                                })
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            }),
+            fast: std::array::from_fn(|r| probes(&tlbs, &route[r], 0..1)),
+            deep: std::array::from_fn(|r| probes(&tlbs, &route[r], 1..route[r].len())),
             l1_misses: [0; 2],
             level_hits: [vec![0; route[0].len()], vec![0; route[1].len()]],
             route,
@@ -274,6 +300,7 @@ impl Simulator {
             tlbs,
             pscs,
             psc_for_level,
+            psc_probe,
             caches: Caches::new(&cfg.cache, cfg.memory.size.0, cfg.memory.dram_latency, seed),
             walk_first,
             walk_latency: cfg.walker.latency,
@@ -365,19 +392,21 @@ impl Simulator {
     #[inline(never)]
     fn miss(&mut self, va: u64, r: usize) -> Result<(u64, PageSize), SimError> {
         let tag = self.tag;
-        // The levels below the first: (level, frame, size) of the first hit, if any. (Fields
-        // borrowed one by one: the route is read while the TLBs change.)
-        let route = &self.route[r];
-        let lookups = &mut self.lookups[r];
+        // The levels below the first, probe by probe (a TLB per size it holds, in route order):
+        // (level, frame, size) of the first hit. Lookups per level are derived from the hits
+        // (`count_range`): every miss of a level is a lookup of the next.
         let mut found = None;
-        // (`fast` is not empty, so neither is the route.)
-        'levels: for (l, (ts, n)) in route[1..].iter().zip(&mut lookups[1..]).enumerate() {
-            *n += 1;
-            for &t in ts {
-                if let Some((pfn, s)) = self.tlbs[t].lookup(va, tag) {
-                    found = Some((l + 1, pfn, s));
-                    break 'levels;
-                }
+        for p in &self.deep[r] {
+            let t = &mut self.tlbs[p.tlb as usize];
+            if t.present[p.size as usize] == 0 {
+                continue;
+            }
+            let key = ((va >> p.shift) & VPN_MASK) | p.size_bits | tag;
+            let set = t.arr.set_of(key & VPN_MASK);
+            if let Some(pfn) = t.arr.lookup(set, key) {
+                t.hits += 1;
+                found = Some((p.level as usize, pfn, PageSize::from_index(p.size as usize)));
+                break;
             }
         }
         let (upto, pfn, s) = match found {
@@ -386,7 +415,7 @@ impl Simulator {
                 (l, pfn, s)
             }
             None => {
-                let levels = route.len();
+                let levels = self.route[r].len();
                 let (pfn, s) = self.walk(va)?;
                 (levels, pfn, s)
             }
@@ -437,14 +466,11 @@ impl Simulator {
             }
         };
         self.ws.walks_by_size[size as usize] += 1;
-        let leaf = size.leaf_level();
         let tag = self.tag;
         // Longest cached prefix: PSCs are sorted from the lowest table level (PDE) up.
         let (mut level, mut t) = (levels, root);
-        for p in self.pscs.iter_mut() {
-            if p.table_level <= leaf || p.table_level > levels {
-                continue;
-            }
+        for &p in &self.psc_probe[size as usize] {
+            let p = &mut self.pscs[p];
             if let Some(tab) = p.lookup(va, tag) {
                 level = p.table_level - 1;
                 t = tab;
@@ -459,7 +485,6 @@ impl Simulator {
             let (hit, lat) =
                 if ncache == 0 { (0, self.caches.dram_latency) } else { self.caches.access(pa, self.walk_first, true) };
             cycles += lat;
-            self.ws.loads += 1;
             self.ws.loads_at[level * (ncache + 1) + hit] += 1;
             match self.os.pt.entry(t, i) {
                 Entry::Leaf(_) => break,
@@ -558,12 +583,24 @@ impl Simulator {
             let chunk_end = hi.min(i + 4096);
             let walks0 = self.ws.walks;
             if self.prefetching && !MOSAIC {
-                for k in i..chunk_end {
+                // The accesses of the chunk whose look-ahead (AHEAD later) is in the range, then
+                // the rest; slices zipped, so that no index is checked per access.
+                let m = (chunk_end - i).min(hi.saturating_sub(i + AHEAD));
+                let (addr, kind) = (&b.addr[i..chunk_end], &b.kind[i..chunk_end]);
+                let (prev, next) = if m > 0 {
+                    (&b.addr[i + AHEAD - 1..i + AHEAD - 1 + m], &b.addr[i + AHEAD..i + AHEAD + m])
+                } else {
+                    (&[][..], &[][..])
+                };
+                for (((&a, &k), &p), &q) in addr.iter().zip(kind).zip(prev).zip(next) {
                     // Once per page run (a load and a store to one word share their walk).
-                    if k + AHEAD < hi && (b.addr[k + AHEAD] ^ b.addr[k + AHEAD - 1]) >> 12 != 0 {
-                        self.prefetch(b.addr[k + AHEAD]);
+                    if (q ^ p) >> 12 != 0 {
+                        self.prefetch(q);
                     }
-                    self.access::<MOSAIC, DATA>(b.addr[k], b.kind[k])?;
+                    self.access::<MOSAIC, DATA>(a, k)?;
+                }
+                for (&a, &k) in addr[m..].iter().zip(&kind[m..]) {
+                    self.access::<MOSAIC, DATA>(a, k)?;
                 }
             } else {
                 for (&a, &k) in b.addr[i..chunk_end].iter().zip(&b.kind[i..chunk_end]) {
@@ -608,9 +645,13 @@ impl Simulator {
         }
         let per_role = [kinds[0] + kinds[1], kinds[2]];
         for (r, n) in per_role.into_iter().enumerate() {
-            if !self.lookups[r].is_empty() {
-                self.lookups[r][0] += n;
-                self.level_hits[r][0] = self.lookups[r][0] - self.l1_misses[r];
+            let (lookups, hits) = (&mut self.lookups[r], &mut self.level_hits[r]);
+            if !lookups.is_empty() {
+                lookups[0] += n;
+                hits[0] = lookups[0] - self.l1_misses[r];
+                for l in 1..lookups.len() {
+                    lookups[l] = lookups[l - 1] - hits[l - 1];
+                }
             }
         }
         let t0 = b.tid[lo];
@@ -733,7 +774,7 @@ impl Simulator {
         put("walker.walks_2m".into(), w.walks_by_size[1]);
         put("walker.walks_1g".into(), w.walks_by_size[2]);
         put("walker.faulting_walks".into(), w.faulting_walks);
-        put("walker.loads".into(), w.loads);
+        put("walker.loads".into(), w.loads());
         put("walker.cycles".into(), w.cycles);
         let hit_names = self.hit_names();
         for (lvl, row) in w.loads_at.chunks(hit_names.len()).enumerate().skip(1) {
@@ -868,11 +909,11 @@ impl Simulator {
         if last_misses != self.ws.walks {
             return Err(format!("walks {} != last-level misses {last_misses}", self.ws.walks));
         }
-        if self.ws.loads > self.ws.walks * self.os.levels() as u64 {
+        if self.ws.loads() > self.ws.walks * self.os.levels() as u64 {
             return Err("more walk loads than walks x levels".into());
         }
         let min_loads = self.ws.walks_by_size[0] + self.ws.walks_by_size[1] + self.ws.walks_by_size[2];
-        if self.ws.loads < min_loads {
+        if self.ws.loads() < min_loads {
             return Err("a walk issued no load".into());
         }
         for i in 0..self.tlbs.len() {
