@@ -137,20 +137,24 @@ impl Tlb {
     }
 
     /// `fill` when the caller knows the size the entry is held as (`s = holds(size)`); returns
-    /// the set filled and the frame the entry holds.
+    /// the set filled, the frame the entry holds, and whether a page size went from no entries
+    /// to some or from some to none (see [`Tlb::present`]).
     #[inline]
-    pub fn fill_as(&mut self, va: u64, size: PageSize, s: PageSize, pfn: u64, tag: u64) -> (usize, u64) {
+    pub fn fill_as(&mut self, va: u64, size: PageSize, s: PageSize, pfn: u64, tag: u64) -> (usize, u64, bool) {
         // A splintered entry covers the smaller page containing `va`.
-        let pfn = pfn + (((va & (size.bytes() - 1)) >> 12) & !((s.bytes() >> 12) - 1));
+        let pfn = if s == size { pfn } else { pfn + (((va & (size.bytes() - 1)) >> 12) & !((s.bytes() >> 12) - 1)) };
         let key = tlb_key(va, s, tag);
         let set = self.arr.set_of(key & VPN_MASK);
         self.fills += 1;
+        let mut flipped = self.present[s as usize] == 0;
         self.present[s as usize] += 1;
         if let Some((old, _)) = self.arr.insert(set, key, pfn) {
             self.evictions += 1;
-            self.present[((old >> VPN_BITS) & 3) as usize] -= 1;
+            let n = &mut self.present[((old >> VPN_BITS) & 3) as usize];
+            *n -= 1;
+            flipped |= *n == 0;
         }
-        (set, pfn)
+        (set, pfn, flipped)
     }
 
     /// Invalidate entries overlapping [start, end) of address-space `tag` (any tag if `None`).

@@ -174,6 +174,10 @@ pub struct Simulator {
     fast: [Vec<Probe>; 2],
     /// The probes of the levels below the first, flattened the same way, in route order.
     deep: [Vec<Probe>; 2],
+    /// `fast` and `deep` without the probes of page sizes their TLB holds no entry of (such a
+    /// probe misses and changes nothing). Rebuilt when a size's count goes to or from zero.
+    fast_live: [Vec<Probe>; 2],
+    deep_live: [Vec<Probe>; 2],
     l1_misses: [u64; 2],
     level_latency: Vec<u64>,
     pscs: Vec<Psc>,
@@ -288,11 +292,13 @@ impl Simulator {
                 v
             })
         });
-        Ok(Simulator {
+        let mut sim = Simulator {
             fills,
             lookups: [vec![0; route[0].len()], vec![0; route[1].len()]],
             fast: std::array::from_fn(|r| probes(&tlbs, &route[r], 0..1)),
             deep: std::array::from_fn(|r| probes(&tlbs, &route[r], 1..route[r].len())),
+            fast_live: [Vec::new(), Vec::new()],
+            deep_live: [Vec::new(), Vec::new()],
             l1_misses: [0; 2],
             level_hits: [vec![0; route[0].len()], vec![0; route[1].len()]],
             route,
@@ -324,7 +330,19 @@ impl Simulator {
             memo: Memo::EMPTY,
             os,
             cfg: cfg.clone(),
-        })
+        };
+        sim.live_probes();
+        Ok(sim)
+    }
+
+    /// Rebuild `fast_live` and `deep_live` from the TLBs' entry counts per size.
+    #[cold]
+    fn live_probes(&mut self) {
+        let tlbs = &self.tlbs;
+        let live =
+            |v: &Vec<Probe>| v.iter().copied().filter(|p| tlbs[p.tlb as usize].present[p.size as usize] > 0).collect();
+        self.fast_live = [live(&self.fast[0]), live(&self.fast[1])];
+        self.deep_live = [live(&self.deep[0]), live(&self.deep[1])];
     }
 
     pub fn config(&self) -> &Config {
@@ -351,17 +369,13 @@ impl Simulator {
             return Ok(());
         }
         let tag = self.tag;
-        let n = self.fast[r].len();
-        if n == 0 {
+        if self.fast[r].is_empty() {
             self.untranslated += 1;
             return Ok(());
         }
-        for k in 0..n {
-            let p = self.fast[r][k];
+        for k in 0..self.fast_live[r].len() {
+            let p = self.fast_live[r][k];
             let t = &mut self.tlbs[p.tlb as usize];
-            if t.present[p.size as usize] == 0 {
-                continue;
-            }
             let key = ((va >> p.shift) & VPN_MASK) | p.size_bits | tag;
             let set = t.arr.set_of(key & VPN_MASK);
             if let Some(pfn) = t.arr.lookup(set, key) {
@@ -396,11 +410,8 @@ impl Simulator {
         // (level, frame, size) of the first hit. Lookups per level are derived from the hits
         // (`count_range`): every miss of a level is a lookup of the next.
         let mut found = None;
-        for p in &self.deep[r] {
+        for p in &self.deep_live[r] {
             let t = &mut self.tlbs[p.tlb as usize];
-            if t.present[p.size as usize] == 0 {
-                continue;
-            }
             let key = ((va >> p.shift) & VPN_MASK) | p.size_bits | tag;
             let set = t.arr.set_of(key & VPN_MASK);
             if let Some(pfn) = t.arr.lookup(set, key) {
@@ -432,11 +443,13 @@ impl Simulator {
         let tag = self.tag;
         let rbit = (r as u64) << 63;
         let mut first = true;
+        let mut flipped = false;
         for &(l, t, held) in &self.fills[r][s as usize] {
             if l >= upto {
                 break;
             }
-            let (set, entry) = self.tlbs[t].fill_as(va, s, held, pfn, tag);
+            let (set, entry, f) = self.tlbs[t].fill_as(va, s, held, pfn, tag);
+            flipped |= f;
             if l == 0 {
                 if first {
                     let h = MemoHit { tlb: t as u32, set: set as u32, size: held as u8, pfn: entry };
@@ -446,6 +459,9 @@ impl Simulator {
                     self.memo.drop_set(t as u32, set as u32);
                 }
             }
+        }
+        if flipped {
+            self.live_probes();
         }
     }
 
@@ -526,6 +542,7 @@ impl Simulator {
         for p in &mut self.pscs {
             p.flush();
         }
+        self.live_probes();
         self.range_shootdowns += 1;
     }
 
@@ -547,6 +564,7 @@ impl Simulator {
                         for p in &mut self.pscs {
                             p.flush();
                         }
+                        self.live_probes();
                         self.context_flushes += 1;
                     }
                 }

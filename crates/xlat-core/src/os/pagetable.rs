@@ -157,7 +157,7 @@ impl PageTables {
 
     /// `lookup` through the region memo, which it fills: the same answer, with the levels
     /// above the PT skipped when the region's PDE is remembered.
-    #[inline]
+    #[inline(always)]
     pub fn lookup_memo(&mut self, root: u32, levels: usize, va: u64) -> Option<(u64, PageSize)> {
         if let Some(pde) = self.regions.get(root, va) {
             return self.below_pde(pde, va);
