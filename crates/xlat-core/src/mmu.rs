@@ -75,7 +75,8 @@ pub struct Tlb {
     /// Valid entries of each page size. A size with none cannot hit, so its probe is skipped
     /// (exact: a miss changes no state). Like the mask of seed 000 section 5.3.1 that enables
     /// the 2MB and 1GB TLBs only once such an entry was fetched, minus its energy accounting.
-    pub present: [u32; 3],
+    /// (Four slots: a key's size field is two bits, so indexing by it needs no bounds check.)
+    pub present: [u32; 4],
 }
 
 impl Tlb {
@@ -95,7 +96,7 @@ impl Tlb {
             fills: 0,
             evictions: 0,
             invalidations: 0,
-            present: [0; 3],
+            present: [0; 4],
         }
     }
 
@@ -172,7 +173,7 @@ impl Tlb {
 
     pub fn flush(&mut self) {
         self.invalidations += self.arr.clear();
-        self.present = [0; 3];
+        self.present = [0; 4];
     }
 }
 

@@ -181,7 +181,8 @@ pub struct Simulator {
     l1_misses: [u64; 2],
     level_latency: Vec<u64>,
     pscs: Vec<Psc>,
-    psc_for_level: [Option<usize>; 6],
+    /// The PSC caching entries of each table level (`usize::MAX`: none, past every index).
+    psc_for_level: [usize; 8],
     /// Per leaf page size: the PSCs a walk to such a leaf probes (above the leaf's level, within
     /// the page table's levels), lowest table level first.
     psc_probe: [Vec<usize>; 3],
@@ -265,9 +266,9 @@ impl Simulator {
         let mut pscs: Vec<Psc> =
             cfg.psc.iter().enumerate().map(|(i, c)| Psc::new(c, seed ^ (0x50 + i as u64))).collect();
         pscs.sort_by_key(|p| p.table_level);
-        let mut psc_for_level = [None; 6];
+        let mut psc_for_level = [usize::MAX; 8];
         for (i, p) in pscs.iter().enumerate() {
-            psc_for_level[p.table_level] = Some(i);
+            psc_for_level[p.table_level] = i;
         }
         let walk_first = match &cfg.walker.first_cache {
             Some(n) => cfg.cache.iter().position(|c| &c.name == n).expect("validated"),
@@ -505,8 +506,8 @@ impl Simulator {
             match self.os.pt.entry(t, i) {
                 Entry::Leaf(_) => break,
                 Entry::Table(c) => {
-                    if let Some(p) = self.psc_for_level[level] {
-                        self.pscs[p].fill(va, tag, c);
+                    if let Some(p) = self.pscs.get_mut(self.psc_for_level[level & 7]) {
+                        p.fill(va, tag, c);
                     }
                     t = c;
                     level -= 1;
