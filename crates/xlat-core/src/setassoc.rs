@@ -194,15 +194,29 @@ impl SetAssoc {
     /// invalidations for 1-16 ways.
     #[inline(always)]
     pub fn lookup(&mut self, set: usize, tag: u64) -> Option<u64> {
+        self.lookup_in::<true>(set, tag)
+    }
+
+    /// `lookup` in the set that `index_key` maps to, which it returns too (without the bounds
+    /// check `lookup` makes: `set_of` is below the set count).
+    #[inline(always)]
+    pub fn lookup_key(&mut self, index_key: u64, tag: u64) -> (usize, Option<u64>) {
+        let set = self.set_of(index_key);
+        (set, self.lookup_in::<false>(set, tag))
+    }
+
+    /// `lookup`; `CHECKED`: check `set` (else the caller knows it is below the set count).
+    #[inline(always)]
+    fn lookup_in<const CHECKED: bool>(&mut self, set: usize, tag: u64) -> Option<u64> {
         // (Three cases inline: with more, LLVM makes the chain a jump table, an indirect branch
         // that mispredicts when consecutive calls are for arrays of different way counts.)
         let l = self.lanes;
         if l == 4 {
-            self.lookup_rows::<4>(set, tag)
+            self.lookup_rows::<4, CHECKED>(set, tag)
         } else if l == 12 {
-            self.lookup_rows::<12>(set, tag)
+            self.lookup_rows::<12, CHECKED>(set, tag)
         } else if l == 8 {
-            self.lookup_rows::<8>(set, tag)
+            self.lookup_rows::<8, CHECKED>(set, tag)
         } else {
             self.lookup_other(set, tag)
         }
@@ -212,30 +226,34 @@ impl SetAssoc {
     #[inline(never)]
     fn lookup_other(&mut self, set: usize, tag: u64) -> Option<u64> {
         match self.lanes {
-            16 => self.lookup_rows::<16>(set, tag),
+            16 => self.lookup_rows::<16, true>(set, tag),
             _ => self.lookup_any(set, tag),
         }
     }
 
-    /// The start of recency row `set` of `L` lanes (`L == self.lanes`), after a bounds check.
+    /// The start of recency row `set` of `L` lanes (`L == self.lanes`), after a bounds check
+    /// if `CHECKED` (else the caller knows that `set` is below the set count).
     #[inline(always)]
-    fn row_ptr<const L: usize>(&mut self, set: usize) -> *mut u8 {
+    fn row_ptr<const L: usize, const CHECKED: bool>(&mut self, set: usize) -> *mut u8 {
         debug_assert_eq!(L, self.lanes);
-        assert!(set < self.sets, "set {set} out of range");
+        if CHECKED {
+            assert!(set < self.sets, "set {set} out of range");
+        }
+        debug_assert!(set < self.sets);
         // SAFETY: `rows` holds `sets` rows of `row_bytes::<L>()` bytes.
         unsafe { (self.rows.as_mut_ptr() as *mut u8).add(set * row_bytes::<L>()) }
     }
 
     /// `lookup` of recency rows of `L` lanes (`L == self.lanes`).
     #[inline(always)]
-    fn lookup_rows<const L: usize>(&mut self, set: usize, tag: u64) -> Option<u64> {
+    fn lookup_rows<const L: usize, const CHECKED: bool>(&mut self, set: usize, tag: u64) -> Option<u64> {
         let lru = self.repl == Replacement::Lru;
         let way_bits = self.way_bits;
         #[cfg(test)]
         let scalar = self.scalar;
         #[cfg(not(test))]
         let scalar = false;
-        let row = self.row_ptr::<L>(set);
+        let row = self.row_ptr::<L, CHECKED>(set);
         // SAFETY: `row` is a row of `L` lanes (16-byte aligned: rows are multiples of 16 bytes
         // in an array of 64-byte lines); a hit is a way below `ways <= L`.
         unsafe {
@@ -258,13 +276,18 @@ impl SetAssoc {
 
     /// `insert` of recency rows of `L` lanes (`L == self.lanes`).
     #[inline(always)]
-    fn insert_rows<const L: usize>(&mut self, set: usize, tag: u64, data: u64) -> Option<(u64, u64)> {
+    fn insert_rows<const L: usize, const CHECKED: bool>(
+        &mut self,
+        set: usize,
+        tag: u64,
+        data: u64,
+    ) -> Option<(u64, u64)> {
         let last = self.ways - 1;
         #[cfg(test)]
         let scalar = self.scalar;
         #[cfg(not(test))]
         let scalar = false;
-        let row = self.row_ptr::<L>(set);
+        let row = self.row_ptr::<L, CHECKED>(set);
         // SAFETY: as in `lookup_rows`; `last < ways <= L`.
         unsafe {
             let old = *(row as *const u64).add(last);
@@ -459,14 +482,28 @@ impl SetAssoc {
     /// and payload, if any.
     #[inline(always)]
     pub fn insert(&mut self, set: usize, tag: u64, data: u64) -> Option<(u64, u64)> {
+        self.insert_in::<true>(set, tag, data)
+    }
+
+    /// `insert` into the set that `index_key` maps to, which it returns too (without the
+    /// bounds check `insert` makes).
+    #[inline(always)]
+    pub fn insert_key(&mut self, index_key: u64, tag: u64, data: u64) -> (usize, Option<(u64, u64)>) {
+        let set = self.set_of(index_key);
+        (set, self.insert_in::<false>(set, tag, data))
+    }
+
+    /// `insert`; `CHECKED` as in `lookup_in`.
+    #[inline(always)]
+    fn insert_in<const CHECKED: bool>(&mut self, set: usize, tag: u64, data: u64) -> Option<(u64, u64)> {
         assert!(data >> 32 == 0, "payload {data:#x} wider than 32 bits");
         let l = self.lanes;
         if l == 4 {
-            self.insert_rows::<4>(set, tag, data)
+            self.insert_rows::<4, CHECKED>(set, tag, data)
         } else if l == 12 {
-            self.insert_rows::<12>(set, tag, data)
+            self.insert_rows::<12, CHECKED>(set, tag, data)
         } else if l == 8 {
-            self.insert_rows::<8>(set, tag, data)
+            self.insert_rows::<8, CHECKED>(set, tag, data)
         } else {
             self.insert_other(set, tag, data)
         }
@@ -476,7 +513,7 @@ impl SetAssoc {
     #[inline(never)]
     fn insert_other(&mut self, set: usize, tag: u64, data: u64) -> Option<(u64, u64)> {
         match self.lanes {
-            16 => self.insert_rows::<16>(set, tag, data),
+            16 => self.insert_rows::<16, true>(set, tag, data),
             _ => self.insert_any(set, tag, data),
         }
     }
@@ -883,14 +920,29 @@ mod tests {
                             assert_eq!(n, scalar.invalidate_if(|t| t % m == 0), "{what}");
                             assert_eq!(n, any.invalidate_if(|t| t % m == 0), "{what}");
                         }
-                        let hit = rows.lookup(set, tag);
+                        // (Every other step through `lookup_key` and `insert_key`, which find
+                        // the set themselves: any index key congruent to `set`.)
+                        let index_key = set as u64 + sets as u64 * (x >> 50);
+                        let hit = if step % 2 == 0 {
+                            rows.lookup(set, tag)
+                        } else {
+                            let (q, hit) = rows.lookup_key(index_key, tag);
+                            assert_eq!(q, set);
+                            hit
+                        };
                         assert_eq!(hit, any.lookup(set, tag), "{what}");
                         assert_eq!(hit, scalar.lookup(set, tag), "{what}");
                         assert_eq!(rows.contains(set, tag), hit.is_some(), "{what}");
                         hits += hit.is_some() as u32;
                         if hit.is_none() {
                             let data = x >> 32;
-                            let ev = rows.insert(set, tag, data);
+                            let ev = if step % 2 == 0 {
+                                rows.insert(set, tag, data)
+                            } else {
+                                let (q, ev) = rows.insert_key(index_key, tag, data);
+                                assert_eq!(q, set);
+                                ev
+                            };
                             assert_eq!(ev, any.insert(set, tag, data), "{what}");
                             assert_eq!(ev, scalar.insert(set, tag, data), "{what}");
                             evictions += ev.is_some() as u32;

@@ -336,8 +336,7 @@ impl Simulator {
                 continue;
             }
             let key = ((va >> p.shift) & VPN_MASK) | p.size_bits | tag;
-            let set = t.arr.set_of(key & VPN_MASK);
-            if let Some(pfn) = t.arr.lookup(set, key) {
+            if let (set, Some(pfn)) = t.arr.lookup_key(key & VPN_MASK, key) {
                 t.hits += 1;
                 let h = MemoHit { tlb: p.tlb, set: set as u32, size: p.size, pfn };
                 self.memo.insert(&mut self.tlbs, va, rbit, p.shift, h);
