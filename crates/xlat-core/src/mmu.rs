@@ -109,8 +109,7 @@ impl Tlb {
                 continue;
             }
             let key = tlb_key(va, s, tag);
-            let set = self.arr.set_of(key & VPN_MASK);
-            if let Some(pfn) = self.arr.lookup(set, key) {
+            if let (_, Some(pfn)) = self.arr.lookup_key(key & VPN_MASK, key) {
                 self.hits += 1;
                 return Some((pfn, s));
             }
@@ -145,11 +144,11 @@ impl Tlb {
         // A splintered entry covers the smaller page containing `va`.
         let pfn = if s == size { pfn } else { pfn + (((va & (size.bytes() - 1)) >> 12) & !((s.bytes() >> 12) - 1)) };
         let key = tlb_key(va, s, tag);
-        let set = self.arr.set_of(key & VPN_MASK);
         self.fills += 1;
         let mut flipped = self.present[s as usize] == 0;
         self.present[s as usize] += 1;
-        if let Some((old, _)) = self.arr.insert(set, key, pfn) {
+        let (set, evicted) = self.arr.insert_key(key & VPN_MASK, key, pfn);
+        if let Some((old, _)) = evicted {
             self.evictions += 1;
             let n = &mut self.present[((old >> VPN_BITS) & 3) as usize];
             *n -= 1;
@@ -210,9 +209,8 @@ impl Psc {
     #[inline]
     pub fn lookup(&mut self, va: u64, tag: u64) -> Option<u32> {
         let k = self.key(va, tag);
-        let set = self.arr.set_of(k & VPN_MASK);
         self.stats.accesses += 1;
-        let r = self.arr.lookup(set, k).map(|t| t as u32);
+        let r = self.arr.lookup_key(k & VPN_MASK, k).1.map(|t| t as u32);
         if r.is_some() {
             self.stats.hits += 1;
         }
@@ -222,9 +220,8 @@ impl Psc {
     #[inline]
     pub fn fill(&mut self, va: u64, tag: u64, table: u32) {
         let k = self.key(va, tag);
-        let set = self.arr.set_of(k & VPN_MASK);
         self.stats.fills += 1;
-        if self.arr.insert(set, k, table as u64).is_some() {
+        if self.arr.insert_key(k & VPN_MASK, k, table as u64).1.is_some() {
             self.stats.evictions += 1;
         }
     }

@@ -378,8 +378,7 @@ impl Simulator {
             let p = self.fast_live[r][k];
             let t = &mut self.tlbs[p.tlb as usize];
             let key = ((va >> p.shift) & VPN_MASK) | p.size_bits | tag;
-            let set = t.arr.set_of(key & VPN_MASK);
-            if let Some(pfn) = t.arr.lookup(set, key) {
+            if let (set, Some(pfn)) = t.arr.lookup_key(key & VPN_MASK, key) {
                 t.hits += 1;
                 let h = MemoHit { tlb: p.tlb, set: set as u32, size: p.size, pfn };
                 self.memo.insert(&mut self.tlbs, va, rbit, p.shift, h);
@@ -414,8 +413,7 @@ impl Simulator {
         for p in &self.deep_live[r] {
             let t = &mut self.tlbs[p.tlb as usize];
             let key = ((va >> p.shift) & VPN_MASK) | p.size_bits | tag;
-            let set = t.arr.set_of(key & VPN_MASK);
-            if let Some(pfn) = t.arr.lookup(set, key) {
+            if let (_, Some(pfn)) = t.arr.lookup_key(key & VPN_MASK, key) {
                 t.hits += 1;
                 found = Some((p.level as usize, pfn, PageSize::from_index(p.size as usize)));
                 break;
