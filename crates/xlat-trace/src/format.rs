@@ -9,6 +9,7 @@
 use crate::event::{AccessKind, Batch, Marker, SideBody, SideEvent, Syscall, SyscallKind};
 use crate::varint;
 use serde::{Deserialize, Serialize};
+use std::mem::MaybeUninit;
 
 pub const MAGIC: &[u8; 8] = b"XLATTRC\0";
 pub const END_MAGIC: &[u8; 8] = b"XLATEND\0";
@@ -423,14 +424,136 @@ fn encode_side(out: &mut Vec<u8>, s: &SideEvent) -> Result<(), String> {
     Ok(())
 }
 
-/// The zigzag-decoded address delta of `len` bytes at `*pa`, advancing `*pa`.
+/// Write the addresses of the accesses whose address lengths are `al` into `out` (as many as
+/// both hold), starting from `addr` and the address column's byte `*pa`; advance `*pa` past
+/// their deltas and return the last address.
+///
+/// Each delta is one unaligned 8-byte load masked to its length: no bounds check, no branch,
+/// unrolled by four. (The checked version, a slice and a table lookup per access, took about
+/// 25 instructions an access; this one about 12.)
+///
+/// # Safety
+/// Every byte of `al` is at most 8, and `tail` holds at least 8 bytes beyond `*pa` plus the sum
+/// of `al`: `decode_block` checked that the lengths are at most 8 and add up to the address
+/// column, which at least [`PAD`] bytes follow.
 #[inline(always)]
-fn load_delta(tail: &[u8], pa: &mut usize, len: u8) -> u64 {
-    // In bounds: the lengths were checked to sum to the column's size, and at least PAD bytes
-    // follow the column.
-    let w = u64::from_le_bytes(tail[*pa..*pa + 8].try_into().unwrap());
-    *pa += len as usize;
-    varint::unzigzag(w & BYTE_MASK[len as usize]) as u64
+unsafe fn decode_addrs(out: &mut [MaybeUninit<u64>], al: &[u8], tail: &[u8], pa: &mut usize, mut addr: u64) -> u64 {
+    let n = out.len().min(al.len());
+    let o = out.as_mut_ptr() as *mut u64;
+    let l = al.as_ptr();
+    let start = tail.as_ptr().add(*pa);
+    let mut p = start;
+    let mut step = |k: usize| {
+        let len = *l.add(k) as usize;
+        let w = u64::from_le((p as *const u64).read_unaligned());
+        p = p.add(len);
+        addr = addr.wrapping_add(varint::unzigzag(w & *BYTE_MASK.get_unchecked(len)) as u64);
+        o.add(k).write(addr);
+    };
+    let mut k = 0;
+    while k + 4 <= n {
+        step(k);
+        step(k + 1);
+        step(k + 2);
+        step(k + 3);
+        k += 4;
+    }
+    while k < n {
+        step(k);
+        k += 1;
+    }
+    *pa += p.offset_from(start) as usize;
+    addr
+}
+
+/// Write the instruction counts of accesses with meta bytes `m` (none escaped) into `out`,
+/// starting from `icount`; return the last. Eight at a time: the 3-bit deltas of eight meta
+/// bytes are summed up inside one word (a multiplication by 0x0101..01 leaves in byte `j` the
+/// sum of deltas 0..=j, at most 8 x 6 < 256), whose bytes SSE2 widens to 64-bit lanes and adds
+/// to the running count: about 3.5 instructions an access, where the scalar prefix sum takes
+/// 5.5.
+#[inline(always)]
+fn icount_prefix(out: &mut [MaybeUninit<u64>], m: &[u8], mut icount: u64) -> u64 {
+    let mut oc = out.chunks_exact_mut(8);
+    let mut mc = m.chunks_exact(8);
+    #[cfg(target_arch = "x86_64")]
+    for (o, mm) in (&mut oc).zip(&mut mc) {
+        use std::arch::x86_64::*;
+        let x = u64::from_le_bytes(mm.try_into().unwrap());
+        let p = ((x >> 5) & 0x0707_0707_0707_0707).wrapping_mul(0x0101_0101_0101_0101);
+        let v = o.as_mut_ptr() as *mut __m128i;
+        // SAFETY: SSE2 is part of x86-64; `o` is 8 u64 (64 bytes), stored unaligned.
+        unsafe {
+            let z = _mm_setzero_si128();
+            let base = _mm_set1_epi64x(icount as i64);
+            let b = _mm_unpacklo_epi8(_mm_cvtsi64_si128(p as i64), z);
+            let (w0, w1) = (_mm_unpacklo_epi16(b, z), _mm_unpackhi_epi16(b, z));
+            _mm_storeu_si128(v, _mm_add_epi64(base, _mm_unpacklo_epi32(w0, z)));
+            _mm_storeu_si128(v.add(1), _mm_add_epi64(base, _mm_unpackhi_epi32(w0, z)));
+            _mm_storeu_si128(v.add(2), _mm_add_epi64(base, _mm_unpacklo_epi32(w1, z)));
+            _mm_storeu_si128(v.add(3), _mm_add_epi64(base, _mm_unpackhi_epi32(w1, z)));
+        }
+        icount += p >> 56;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for (o, mm) in (&mut oc).zip(&mut mc) {
+        let x = u64::from_le_bytes(mm.try_into().unwrap());
+        let p = ((x >> 5) & 0x0707_0707_0707_0707).wrapping_mul(0x0101_0101_0101_0101);
+        for (j, o) in o.iter_mut().enumerate() {
+            o.write(icount + ((p >> (8 * j)) & 0xff));
+        }
+        icount += p >> 56;
+    }
+    for (o, &mm) in oc.into_remainder().iter_mut().zip(mc.remainder()) {
+        icount += (mm >> 5) as u64;
+        o.write(icount);
+    }
+    icount
+}
+
+/// Write the sizes `1 << c` of accesses with meta bytes `m` (size code `c` in bits 2-4) into
+/// `out`. Sixteen at a time in SSE2 byte lanes: `1 << c` is `1 + (c & 1)`, multiplied by 4 where
+/// bit 1 of `c` is set and by 16 where bit 2 is (each a doubling twice or four times, selected
+/// by a compare mask), then widened to 16 bits: about 1.7 instructions an access, where the
+/// compiler's vectorised shift takes 2.6.
+#[inline(always)]
+fn sizes_from_meta(out: &mut [MaybeUninit<u16>], m: &[u8]) {
+    let mut oc = out.chunks_exact_mut(16);
+    let mut mc = m.chunks_exact(16);
+    #[cfg(target_arch = "x86_64")]
+    for (o, mm) in (&mut oc).zip(&mut mc) {
+        use std::arch::x86_64::*;
+        let v = o.as_mut_ptr() as *mut __m128i;
+        // SAFETY: SSE2 is part of x86-64; `mm` is 16 bytes and `o` 16 u16 (32 bytes), both
+        // loaded and stored unaligned.
+        unsafe {
+            let z = _mm_setzero_si128();
+            let (one, two, four) = (_mm_set1_epi8(1), _mm_set1_epi8(2), _mm_set1_epi8(4));
+            let c = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128(mm.as_ptr() as *const __m128i), 2), _mm_set1_epi8(7));
+            let x = _mm_add_epi8(one, _mm_and_si128(c, one));
+            let mb = _mm_cmpeq_epi8(_mm_and_si128(c, two), two);
+            let x2 = _mm_add_epi8(x, x);
+            let x4 = _mm_add_epi8(x2, x2);
+            let x = _mm_xor_si128(x, _mm_and_si128(mb, _mm_xor_si128(x, x4)));
+            let md = _mm_cmpeq_epi8(_mm_and_si128(c, four), four);
+            let x2 = _mm_add_epi8(x, x);
+            let x4 = _mm_add_epi8(x2, x2);
+            let x8 = _mm_add_epi8(x4, x4);
+            let x16 = _mm_add_epi8(x8, x8);
+            let x = _mm_xor_si128(x, _mm_and_si128(md, _mm_xor_si128(x, x16)));
+            _mm_storeu_si128(v, _mm_unpacklo_epi8(x, z));
+            _mm_storeu_si128(v.add(1), _mm_unpackhi_epi8(x, z));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for (o, mm) in (&mut oc).zip(&mut mc) {
+        for (o, &mm) in o.iter_mut().zip(mm) {
+            o.write(1u16 << ((mm >> 2) & 7));
+        }
+    }
+    for (o, &mm) in oc.into_remainder().iter_mut().zip(mc.remainder()) {
+        o.write(1u16 << ((mm >> 2) & 7));
+    }
 }
 
 /// Decode one uncompressed block payload, appending its events to `batch`.
@@ -469,7 +592,10 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
     if meta.iter().fold(0u8, |acc, &m| acc | ((m & 3 == 3) as u8)) != 0 {
         return Err("meta column holds an access of unknown kind 3".into());
     }
-    if alen.iter().fold(0u8, |acc, &a| acc.max(a)) > 8 || alen.iter().map(|&a| a as u64).sum::<u64>() != l_addr as u64 {
+    // The sum in chunks of 256 bytes, each added up in u16 lanes (at most 255 x 256, no
+    // overflow): a plain u64 sum of bytes does not vectorise.
+    let alen_sum: u64 = alen.chunks(256).map(|ch| ch.iter().fold(0u16, |acc, &a| acc + a as u16) as u64).sum();
+    if alen.iter().fold(0u8, |acc, &a| acc.max(a)) > 8 || alen_sum != l_addr as u64 {
         return Err("address-length column is malformed".into());
     }
     let escapes = l_size > 0 || l_icount > 0 || meta.iter().fold(0u8, |acc, &m| acc | escaped(m) as u8) != 0;
@@ -562,16 +688,18 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
         // written into reserved capacity; the lengths are set once the block decoded cleanly.
         let (bi, bn) = (base + i, base + next_pos);
         let tid = st.tid;
-        let mut addr = st.addr;
         let mut icount = st.icount;
         let (m, al) = (&meta[c..c + k], &alen[c..c + k]);
+        // SAFETY: checked above: every length is at most 8 and they add up to the address
+        // column, which the payload's PAD bytes (and the other columns) follow.
+        let addr =
+            unsafe { decode_addrs(&mut batch.addr.spare_capacity_mut()[bi..bn], al, addr_tail, &mut pa, st.addr) };
         if escapes {
-            let out = batch.addr.spare_capacity_mut()[bi..bn]
+            let out = batch.icount.spare_capacity_mut()[bi..bn]
                 .iter_mut()
-                .zip(batch.icount.spare_capacity_mut()[bi..bn].iter_mut())
                 .zip(batch.size.spare_capacity_mut()[bi..bn].iter_mut())
                 .zip(batch.kind.spare_capacity_mut()[bi..bn].iter_mut());
-            for ((&m, &al), (((oa, oi), os), ok)) in m.iter().zip(al).zip(out) {
+            for (&m, ((oi, os), ok)) in m.iter().zip(out) {
                 let size = if (m >> 2) & 7 < 7 {
                     1u16 << ((m >> 2) & 7)
                 } else {
@@ -584,8 +712,6 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
                 } else {
                     varint::get(ic_col, &mut pi).ok_or_else(|| bad("instruction-count"))?
                 };
-                addr = addr.wrapping_add(load_delta(addr_tail, &mut pa, al));
-                oa.write(addr);
                 oi.write(icount);
                 os.write(size);
                 ok.write(m & 3);
@@ -593,20 +719,11 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
         } else {
             // Column by column: fewer live registers per loop, and the kind and size maps
             // vectorise. Only the two prefix sums are serial.
-            for (o, &l) in batch.addr.spare_capacity_mut()[bi..bn].iter_mut().zip(al) {
-                addr = addr.wrapping_add(load_delta(addr_tail, &mut pa, l));
-                o.write(addr);
-            }
-            for (o, &mm) in batch.icount.spare_capacity_mut()[bi..bn].iter_mut().zip(m) {
-                icount += (mm >> 5) as u64;
-                o.write(icount);
-            }
+            icount = icount_prefix(&mut batch.icount.spare_capacity_mut()[bi..bn], m, icount);
             for (o, &mm) in batch.kind.spare_capacity_mut()[bi..bn].iter_mut().zip(m) {
                 o.write(mm & 3);
             }
-            for (o, &mm) in batch.size.spare_capacity_mut()[bi..bn].iter_mut().zip(m) {
-                o.write(1u16 << ((mm >> 2) & 7));
-            }
+            sizes_from_meta(&mut batch.size.spare_capacity_mut()[bi..bn], m);
         }
         for t in &mut batch.tid.spare_capacity_mut()[bi..bn] {
             t.write(tid);
@@ -746,5 +863,65 @@ pub fn kind_from_letter(c: &str) -> Option<AccessKind> {
         "S" => Some(AccessKind::Store),
         "I" => Some(AccessKind::IFetch),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The vectorised sizes equal `1 << c` for every size code and length.
+        #[test]
+        fn sizes_from_meta_matches_scalar(m in prop::collection::vec(any::<u8>(), 0..70)) {
+            let mut out = vec![MaybeUninit::<u16>::uninit(); m.len()];
+            sizes_from_meta(&mut out, &m);
+            for (k, &mm) in m.iter().enumerate() {
+                // SAFETY: sizes_from_meta writes every element of `out`.
+                prop_assert_eq!(unsafe { out[k].assume_init() }, 1u16 << ((mm >> 2) & 7));
+            }
+        }
+
+        /// The word-at-a-time instruction-count prefix sum equals the plain one, for every
+        /// length (full groups of eight and remainders).
+        #[test]
+        fn icount_prefix_matches_scalar(m in prop::collection::vec(0u8..0xe0, 0..70), start in any::<u64>()) {
+            let start = start >> 1;
+            let mut out = vec![MaybeUninit::<u64>::uninit(); m.len()];
+            let last = icount_prefix(&mut out, &m, start);
+            let mut ic = start;
+            for (k, &mm) in m.iter().enumerate() {
+                ic += (mm >> 5) as u64;
+                // SAFETY: icount_prefix writes every element of `out`.
+                prop_assert_eq!(unsafe { out[k].assume_init() }, ic);
+            }
+            prop_assert_eq!(last, ic);
+        }
+
+        /// The unchecked address decoder equals one checked load per delta.
+        #[test]
+        fn decode_addrs_matches_checked(deltas in prop::collection::vec(any::<i64>(), 0..70), shift in 0u32..64, start in any::<u64>()) {
+            let (mut al, mut col) = (Vec::new(), Vec::new());
+            for d in &deltas {
+                let z = varint::zigzag(d >> shift);
+                let len = (64 - z.leading_zeros()).div_ceil(8) as usize;
+                al.push(len as u8);
+                col.extend_from_slice(&z.to_le_bytes()[..len]);
+            }
+            col.extend_from_slice(&[0; PAD]);
+            let mut out = vec![MaybeUninit::<u64>::uninit(); al.len()];
+            let mut pa = 0;
+            // SAFETY: lengths at most 8, adding up to the column, PAD bytes after it.
+            let last = unsafe { decode_addrs(&mut out, &al, &col, &mut pa, start) };
+            prop_assert_eq!(pa, col.len() - PAD);
+            let mut a = start;
+            for (k, d) in deltas.iter().enumerate() {
+                a = a.wrapping_add((d >> shift) as u64);
+                // SAFETY: decode_addrs writes every element of `out`.
+                prop_assert_eq!(unsafe { out[k].assume_init() }, a);
+            }
+            prop_assert_eq!(last, a);
+        }
     }
 }
