@@ -244,15 +244,22 @@ impl SetAssoc {
         unsafe { (self.rows.as_mut_ptr() as *mut u8).add(set * row_bytes::<L>()) }
     }
 
+    /// Whether the recency rows go through the plain-Rust row code instead of SSE2 (only tests
+    /// switch it, to compare the two).
+    #[inline(always)]
+    fn scalar_rows(&self) -> bool {
+        #[cfg(test)]
+        return self.scalar;
+        #[cfg(not(test))]
+        false
+    }
+
     /// `lookup` of recency rows of `L` lanes (`L == self.lanes`).
     #[inline(always)]
     fn lookup_rows<const L: usize, const CHECKED: bool>(&mut self, set: usize, tag: u64) -> Option<u64> {
         let lru = self.repl == Replacement::Lru;
         let way_bits = self.way_bits;
-        #[cfg(test)]
-        let scalar = self.scalar;
-        #[cfg(not(test))]
-        let scalar = false;
+        let scalar = self.scalar_rows();
         let row = self.row_ptr::<L, CHECKED>(set);
         // SAFETY: `row` is a row of `L` lanes (16-byte aligned: rows are multiples of 16 bytes
         // in an array of 64-byte lines); a hit is a way below `ways <= L`.
@@ -283,10 +290,7 @@ impl SetAssoc {
         data: u64,
     ) -> Option<(u64, u64)> {
         let last = self.ways - 1;
-        #[cfg(test)]
-        let scalar = self.scalar;
-        #[cfg(not(test))]
-        let scalar = false;
+        let scalar = self.scalar_rows();
         let row = self.row_ptr::<L, CHECKED>(set);
         // SAFETY: as in `lookup_rows`; `last < ways <= L`.
         unsafe {
