@@ -104,17 +104,29 @@ impl Tlb {
     /// The set index of each size uses that size's VPN (so 2MB entries use VA bits 21 and up).
     #[inline(always)]
     pub fn lookup(&mut self, va: u64, tag: u64) -> Option<(u64, PageSize)> {
-        for &s in &self.sizes {
+        for k in 0..self.sizes.len() {
+            let s = self.sizes[k];
             if self.present[s as usize] == 0 {
                 continue;
             }
-            let key = tlb_key(va, s, tag);
-            if let (_, Some(pfn)) = self.arr.lookup_key(key & VPN_MASK, key) {
-                self.hits += 1;
+            if let (_, Some(pfn)) = self.probe(va, s.shift(), (s as u64) << VPN_BITS, tag) {
                 return Some((pfn, s));
             }
         }
         None
+    }
+
+    /// Probe for `va` at one page size, given as its shift and its key bits (`size << VPN_BITS`,
+    /// precomputed by the simulator's probe lists); counts a hit. Returns the set probed and,
+    /// on a hit, the frame of the page start. (The key is [`tlb_key`]'s.)
+    #[inline(always)]
+    pub fn probe(&mut self, va: u64, shift: u32, size_bits: u64, tag: u64) -> (usize, Option<u64>) {
+        let key = ((va >> shift) & VPN_MASK) | size_bits | tag;
+        let r = self.arr.lookup_key(key & VPN_MASK, key);
+        if r.1.is_some() {
+            self.hits += 1;
+        }
+        r
     }
 
     /// The size this TLB would hold a `size` page as (None: not held).

@@ -9,7 +9,7 @@
 
 use crate::config::{Config, PageSize};
 use crate::mem::Caches;
-use crate::mmu::{asid_tag, Psc, StructStats, Tlb, VPN_MASK};
+use crate::mmu::{asid_tag, Psc, StructStats, Tlb};
 use crate::os::pagetable::{index, Entry};
 use crate::os::{Invalidation, Os, SimError};
 use serde::Serialize;
@@ -376,10 +376,7 @@ impl Simulator {
         }
         for k in 0..self.fast_live[r].len() {
             let p = self.fast_live[r][k];
-            let t = &mut self.tlbs[p.tlb as usize];
-            let key = ((va >> p.shift) & VPN_MASK) | p.size_bits | tag;
-            if let (set, Some(pfn)) = t.arr.lookup_key(key & VPN_MASK, key) {
-                t.hits += 1;
+            if let (set, Some(pfn)) = self.tlbs[p.tlb as usize].probe(va, p.shift, p.size_bits, tag) {
                 let h = MemoHit { tlb: p.tlb, set: set as u32, size: p.size, pfn };
                 self.memo.insert(&mut self.tlbs, va, rbit, p.shift, h);
                 if DATA {
@@ -411,10 +408,7 @@ impl Simulator {
         // (`count_range`): every miss of a level is a lookup of the next.
         let mut found = None;
         for p in &self.deep_live[r] {
-            let t = &mut self.tlbs[p.tlb as usize];
-            let key = ((va >> p.shift) & VPN_MASK) | p.size_bits | tag;
-            if let (_, Some(pfn)) = t.arr.lookup_key(key & VPN_MASK, key) {
-                t.hits += 1;
+            if let (_, Some(pfn)) = self.tlbs[p.tlb as usize].probe(va, p.shift, p.size_bits, tag) {
                 found = Some((p.level as usize, pfn, PageSize::from_index(p.size as usize)));
                 break;
             }
