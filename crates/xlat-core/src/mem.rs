@@ -56,6 +56,9 @@ pub struct Caches {
     /// below it are larger still: sizes grow down the hierarchy in every preset; a smaller
     /// level after a larger one is only prefetched needlessly).
     prefetch_from: usize,
+    /// The level walk loads start at, and the offset of their row in `hist`.
+    walk_from: usize,
+    walk_row: usize,
 }
 
 /// Host bytes of a level's tags above which its rows are prefetched before walks.
@@ -68,7 +71,16 @@ impl Caches {
             cfg.iter().enumerate().map(|(i, c)| Cache::new(c, memory, seed ^ (0x100 + i as u64))).collect();
         let n = levels.len();
         let prefetch_from = cfg.iter().position(|c| (c.size.0 / c.line) * 4 > PREFETCH_BYTES).unwrap_or(n);
-        Caches { levels, dram_latency, hist: vec![0; 2 * (n + 1) * (n + 1)], prefetch_from }
+        let mut c = Caches {
+            levels,
+            dram_latency,
+            hist: vec![0; 2 * (n + 1) * (n + 1)],
+            prefetch_from,
+            walk_from: 0,
+            walk_row: 0,
+        };
+        c.set_walk_first(0);
+        c
     }
 
     /// Access physical address `pa` starting at level `from`; returns (level that hit, with
@@ -76,12 +88,43 @@ impl Caches {
     #[inline(always)]
     pub fn access(&mut self, pa: u64, from: usize, walk: bool) -> (usize, u64) {
         let n = self.levels.len();
+        let from = from.min(n); // (past the last level: DRAM, as no level to probe)
+        let (l, latency) = self.probe_from(pa, from);
+        self.hist[(walk as usize * (n + 1) + from) * (n + 1) + l] += 1;
+        (l, latency)
+    }
+
+    /// A page-walk load: [`Caches::access`] from the walker's first level (set by
+    /// [`Caches::set_walk_first`]), uncounted. The walker counts its loads by hit level anyway
+    /// (per table level) and hands the totals over with [`Caches::add_walk_loads`], which saves
+    /// a second count per load.
+    #[inline(always)]
+    pub fn access_walk(&mut self, pa: u64) -> (usize, u64) {
+        self.probe_from(pa, self.walk_from)
+    }
+
+    /// Count `n` walk loads (made by [`Caches::access_walk`]) that hit level `hit` (the level
+    /// count: DRAM).
+    pub fn add_walk_loads(&mut self, hit: usize, n: u64) {
+        self.hist[self.walk_row + hit] += n;
+    }
+
+    /// The level page-walk loads start at (clamped past the last level: DRAM).
+    pub fn set_walk_first(&mut self, from: usize) {
+        let n = self.levels.len();
+        self.walk_from = from.min(n);
+        self.walk_row = ((n + 1) + self.walk_from) * (n + 1);
+    }
+
+    /// Probe the levels from `from` (at most the level count) down; uncounted.
+    #[inline(always)]
+    fn probe_from(&mut self, pa: u64, from: usize) -> (usize, u64) {
+        let n = self.levels.len();
         // Every level that misses allocates the line (in the same pass: the order of fills
         // does not matter, each level is independent).
-        let from = from.min(n); // (past the last level: DRAM, as no level to probe)
         let dram = (n, self.dram_latency);
         // Straight-line code for the usual three levels below `from` (no loop to run).
-        let (l, latency) = match &mut self.levels[from..] {
+        match &mut self.levels[from..] {
             [a, b, c] => {
                 if a.probe(pa) {
                     (from, a.latency)
@@ -103,9 +146,7 @@ impl Caches {
                 }
                 hit
             }
-        };
-        self.hist[(walk as usize * (n + 1) + from) * (n + 1) + l] += 1;
-        (l, latency)
+        }
     }
 
     /// Host prefetch of the rows `pa` maps to from level `from` on (no simulated effect), for

@@ -26,6 +26,8 @@ struct WalkStats {
     faulting_walks: u64,
     /// [table level * (caches + 1) + hit level (caches..., DRAM)]
     loads_at: Vec<u64>,
+    /// Per hit level: the walk loads already added to the caches' counts.
+    loads_counted: Vec<u64>,
     cycles: u64,
 }
 
@@ -314,7 +316,11 @@ impl Simulator {
             tag: 0,
             asid_mode: cfg.os.asid,
             va_mask: if cfg.os.levels == 5 { (1 << 57) - 1 } else { (1 << 48) - 1 },
-            ws: WalkStats { loads_at: vec![0; 6 * (ncache + 1)], ..Default::default() },
+            ws: WalkStats {
+                loads_at: vec![0; 6 * (ncache + 1)],
+                loads_counted: vec![0; ncache + 1],
+                ..Default::default()
+            },
             accesses: 0,
             by_kind: [0; 3],
             untranslated: 0,
@@ -332,6 +338,7 @@ impl Simulator {
             os,
             cfg: cfg.clone(),
         };
+        sim.caches.set_walk_first(walk_first);
         sim.live_probes();
         Ok(sim)
     }
@@ -491,8 +498,7 @@ impl Simulator {
         loop {
             let i = index(va, level);
             let pa = self.os.pt.table_pa(t) + 8 * i as u64;
-            let (hit, lat) =
-                if ncache == 0 { (0, self.caches.dram_latency) } else { self.caches.access(pa, self.walk_first, true) };
+            let (hit, lat) = if ncache == 0 { (0, self.caches.dram_latency) } else { self.caches.access_walk(pa) };
             cycles += lat;
             self.ws.loads_at[level * (ncache + 1) + hit] += 1;
             match self.os.pt.entry(t, i) {
@@ -576,7 +582,22 @@ impl Simulator {
         let r = self.run_accesses::<MOSAIC, DATA>(b, lo, hi);
         // The counters are complete after every range (even one that failed).
         self.memo.flush(&mut self.tlbs);
+        self.count_walk_loads();
         r
+    }
+
+    /// Add the walk loads since the last call to the caches' counts, by hit level (walk loads
+    /// are counted once per load, in `loads_at`).
+    fn count_walk_loads(&mut self) {
+        let n = self.caches.levels.len();
+        if n == 0 {
+            return; // (walk loads go straight to DRAM, outside the caches' counts)
+        }
+        for (hit, counted) in self.ws.loads_counted.iter_mut().enumerate() {
+            let total: u64 = self.ws.loads_at.iter().skip(hit).step_by(n + 1).sum();
+            self.caches.add_walk_loads(hit, total - *counted);
+            *counted = total;
+        }
     }
 
     fn run_accesses<const MOSAIC: bool, const DATA: bool>(
@@ -644,11 +665,17 @@ impl Simulator {
             return;
         }
         self.accesses += (hi - lo) as u64;
-        // Branch-free counts (vectorised): loads, ifetches (kind >= 2), stores the rest.
+        // Branch-free counts: loads, ifetches (kind >= 2), stores the rest. Byte counters over
+        // chunks of 255 vectorise to byte adds (64-bit counters would widen every byte).
         let (mut n0, mut n2) = (0u64, 0u64);
-        for &k in &b.kind[lo..hi] {
-            n0 += (k == 0) as u64;
-            n2 += (k >= 2) as u64;
+        for chunk in b.kind[lo..hi].chunks(255) {
+            let (mut c0, mut c2) = (0u8, 0u8);
+            for &k in chunk {
+                c0 += (k == 0) as u8;
+                c2 += (k >= 2) as u8;
+            }
+            n0 += c0 as u64;
+            n2 += c2 as u64;
         }
         let kinds = [n0, (hi - lo) as u64 - n0 - n2, n2];
         for (a, k) in self.by_kind.iter_mut().zip(kinds) {
