@@ -162,6 +162,12 @@ impl Memo {
 /// The simulator of one configuration.
 pub struct Simulator {
     memo: Memo,
+    /// Whether the memo is in use. It pays when most accesses re-hit a few pages; when many
+    /// accesses miss the first level (every miss inserts an entry, every access checks them
+    /// all), it costs more than the probes it saves, so it is turned off (and emptied) for a
+    /// chunk after one in which more than one access in 8 missed the first level. Off or on,
+    /// the results are the same: the memo only skips probes that change nothing.
+    memo_on: bool,
     cfg: Config,
     pub os: Os,
     tlbs: Vec<Tlb>,
@@ -335,6 +341,7 @@ impl Simulator {
             prefetching: false,
             miss_profile: cfg.sim.miss_profile.then(HashMap::new),
             memo: Memo::EMPTY,
+            memo_on: true,
             os,
             cfg: cfg.clone(),
         };
@@ -363,12 +370,17 @@ impl Simulator {
     /// first-level probes are a flat list (TLB, size) per access kind, and a hit increments a
     /// single counter (the TLB's hits); level-1 lookups are the accesses of the kind, counted
     /// per range in `count_range`.
+    /// `MEMO`: whether the hit memo is in use (see [`Simulator::memo_on`]).
     #[inline(always)]
-    fn access<const MOSAIC: bool, const DATA: bool>(&mut self, va: u64, kind: u8) -> Result<(), SimError> {
+    fn access<const MOSAIC: bool, const DATA: bool, const MEMO: bool>(
+        &mut self,
+        va: u64,
+        kind: u8,
+    ) -> Result<(), SimError> {
         let va = if MOSAIC { self.os.relocate(va) } else { va } & self.va_mask;
         let r = (kind == 2) as usize;
         let rbit = (r as u64) << 63;
-        if let Some(j) = self.memo.find(va, rbit) {
+        if let Some(j) = if MEMO { self.memo.find(va, rbit) } else { None } {
             let h = self.memo.hit[j];
             self.memo.hits[j] += 1;
             if DATA {
@@ -384,8 +396,10 @@ impl Simulator {
         for k in 0..self.fast_live[r].len() {
             let p = self.fast_live[r][k];
             if let (set, Some(pfn)) = self.tlbs[p.tlb as usize].probe(va, p.shift, p.size_bits, tag) {
-                let h = MemoHit { tlb: p.tlb, set: set as u32, size: p.size, pfn };
-                self.memo.insert(&mut self.tlbs, va, rbit, p.shift, h);
+                if MEMO {
+                    let h = MemoHit { tlb: p.tlb, set: set as u32, size: p.size, pfn };
+                    self.memo.insert(&mut self.tlbs, va, rbit, p.shift, h);
+                }
                 if DATA {
                     self.data_access(pfn, PageSize::from_index(p.size as usize), va);
                 }
@@ -450,7 +464,7 @@ impl Simulator {
             }
             let (set, entry, f) = self.tlbs[t].fill_as(va, s, held, pfn, tag);
             flipped |= f;
-            if l == 0 {
+            if l == 0 && self.memo_on {
                 if first {
                     let h = MemoHit { tlb: t as u32, set: set as u32, size: held as u8, pfn: entry };
                     self.memo.insert(&mut self.tlbs, va, rbit, held.shift(), h);
@@ -606,42 +620,66 @@ impl Simulator {
         lo: usize,
         hi: usize,
     ) -> Result<(), SimError> {
+        let mut i = lo;
+        while i < hi {
+            let chunk_end = hi.min(i + 4096);
+            let (walks0, misses0) = (self.ws.walks, self.l1_misses[0] + self.l1_misses[1]);
+            if self.memo_on {
+                self.run_chunk::<MOSAIC, DATA, true>(b, i, chunk_end, hi)?;
+            } else {
+                self.run_chunk::<MOSAIC, DATA, false>(b, i, chunk_end, hi)?;
+            }
+            let n = (chunk_end - i) as u64;
+            // Turn prefetching on when more than 1 access in 32 walked.
+            self.prefetching = (self.ws.walks - walks0) * 32 > n;
+            // The memo off when more than 1 access in 8 missed the first level.
+            let memo_on = (self.l1_misses[0] + self.l1_misses[1] - misses0) * 8 <= n;
+            if self.memo_on && !memo_on {
+                self.memo.clear(&mut self.tlbs);
+            }
+            self.memo_on = memo_on;
+            i = chunk_end;
+        }
+        Ok(())
+    }
+
+    /// The accesses `i..end` of a range ending at `hi`.
+    #[inline(always)]
+    fn run_chunk<const MOSAIC: bool, const DATA: bool, const MEMO: bool>(
+        &mut self,
+        b: &Batch,
+        i: usize,
+        end: usize,
+        hi: usize,
+    ) -> Result<(), SimError> {
         // When walks are frequent, the simulator's own time goes to host cache misses on the
         // page-table entry and the cache rows a walk reads; prefetching them a few accesses
         // ahead overlaps those misses. Prefetches change no simulated state.
         const AHEAD: usize = 6;
-        let mut i = lo;
-        while i < hi {
-            let chunk_end = hi.min(i + 4096);
-            let walks0 = self.ws.walks;
-            if self.prefetching && !MOSAIC {
-                // The accesses of the chunk whose look-ahead (AHEAD later) is in the range, then
-                // the rest; slices zipped, so that no index is checked per access.
-                let m = (chunk_end - i).min(hi.saturating_sub(i + AHEAD));
-                let (addr, kind) = (&b.addr[i..chunk_end], &b.kind[i..chunk_end]);
-                let (prev, next) = if m > 0 {
-                    (&b.addr[i + AHEAD - 1..i + AHEAD - 1 + m], &b.addr[i + AHEAD..i + AHEAD + m])
-                } else {
-                    (&[][..], &[][..])
-                };
-                for (((&a, &k), &p), &q) in addr.iter().zip(kind).zip(prev).zip(next) {
-                    // Once per page run (a load and a store to one word share their walk).
-                    if (q ^ p) >> 12 != 0 {
-                        self.prefetch(q);
-                    }
-                    self.access::<MOSAIC, DATA>(a, k)?;
-                }
-                for (&a, &k) in addr[m..].iter().zip(&kind[m..]) {
-                    self.access::<MOSAIC, DATA>(a, k)?;
-                }
+        if self.prefetching && !MOSAIC {
+            // The accesses of the chunk whose look-ahead (AHEAD later) is in the range, then
+            // the rest; slices zipped, so that no index is checked per access.
+            let m = (end - i).min(hi.saturating_sub(i + AHEAD));
+            let (addr, kind) = (&b.addr[i..end], &b.kind[i..end]);
+            let (prev, next) = if m > 0 {
+                (&b.addr[i + AHEAD - 1..i + AHEAD - 1 + m], &b.addr[i + AHEAD..i + AHEAD + m])
             } else {
-                for (&a, &k) in b.addr[i..chunk_end].iter().zip(&b.kind[i..chunk_end]) {
-                    self.access::<MOSAIC, DATA>(a, k)?;
+                (&[][..], &[][..])
+            };
+            for (((&a, &k), &p), &q) in addr.iter().zip(kind).zip(prev).zip(next) {
+                // Once per page run (a load and a store to one word share their walk).
+                if (q ^ p) >> 12 != 0 {
+                    self.prefetch(q);
                 }
+                self.access::<MOSAIC, DATA, MEMO>(a, k)?;
             }
-            // Turn prefetching on when more than 1 access in 32 walked.
-            self.prefetching = (self.ws.walks - walks0) * 32 > (chunk_end - i) as u64;
-            i = chunk_end;
+            for (&a, &k) in addr[m..].iter().zip(&kind[m..]) {
+                self.access::<MOSAIC, DATA, MEMO>(a, k)?;
+            }
+        } else {
+            for (&a, &k) in b.addr[i..end].iter().zip(&b.kind[i..end]) {
+                self.access::<MOSAIC, DATA, MEMO>(a, k)?;
+            }
         }
         Ok(())
     }

@@ -266,6 +266,69 @@ fn results_are_byte_identical_across_runs_and_thread_counts() {
 }
 
 #[test]
+fn results_do_not_depend_on_batch_boundaries() {
+    // Phases that turn the hit memo and host prefetching on and off (runs through the same few
+    // pages, then random pages that evict them: a load and a store each), simulated as one batch and as batches of 1
+    // to 5000 accesses (the memo's and the prefetcher's on/off decisions then change per batch).
+    let base = 0x7000_0000_0000u64;
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+    // First, loads one per batch: page 0 (set 0 of Skylake's 16-set L1), five more pages of
+    // set 0 (page 0 leaves it), one of them again (no miss: the memo goes on), then page 0 (a
+    // memo that kept its entries while off would hit it).
+    let mut accesses: Vec<(u64, AccessKind)> =
+        [0u64, 16, 32, 48, 64, 80, 80, 0].iter().map(|p| (base + p * 4096, AccessKind::Load)).collect();
+    for phase in 0..8u64 {
+        for k in 0..6000u64 {
+            let a = if phase % 2 == 0 {
+                base + k * 8 // (the same 12 pages each time)
+            } else {
+                base + rng.gen_range(0..G / 4096) * 4096 + 8 * (k % 512)
+            };
+            accesses.push((a, AccessKind::Load));
+            accesses.push((a, AccessKind::Store));
+        }
+    }
+    let push = |b: &mut Batch, i: usize| {
+        let (addr, kind) = accesses[i];
+        b.push_access(Access { addr, icount: i as u64 + 1, tid: 1, size: 8, kind });
+    };
+    let mut whole = Batch::default();
+    mmap(&mut whole, base, G, ANON);
+    (0..accesses.len()).for_each(|i| push(&mut whole, i));
+    let mut pieces = Vec::new();
+    let (mut i, mut cut) = (0, 0);
+    while i < accesses.len() {
+        let mut b = Batch::default();
+        if i == 0 {
+            mmap(&mut b, base, G, ANON);
+        }
+        let n = if cut < 8 { 1 } else { [1, 3, 5000, 2, 777, 1, 4099][cut % 7] };
+        (i..(i + n).min(accesses.len())).for_each(|k| push(&mut b, k));
+        pieces.push(b);
+        i += n;
+        cut += 1;
+    }
+    let sky = presets::get("skylake").unwrap();
+    for sets in [&[][..], &["sim.data_through_caches=true"][..], &["os.policy=thp"][..]] {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let cfg = Config::from_toml("skylake", sky, &sets).unwrap();
+        let mut one = Simulator::new(&cfg).unwrap();
+        one.batch(&whole).unwrap();
+        let mut many = Simulator::new(&cfg).unwrap();
+        for b in &pieces {
+            many.batch(b).unwrap();
+        }
+        one.check_invariants().unwrap();
+        let c = one.counters();
+        assert_eq!(c["accesses"], 96_008, "{sets:?}");
+        // (With 4KB pages the random phases walk on nearly every load; 2MB pages cover them.)
+        let thp = sets.iter().any(|s| s.contains("thp"));
+        assert!(c["walker.walks"] > if thp { 500 } else { 20_000 }, "{sets:?}: {}", c["walker.walks"]);
+        assert_eq!(c, many.counters(), "{sets:?}");
+    }
+}
+
+#[test]
 fn context_switch_flushes_without_asids_only() {
     let base = 0x7000_0000_0000u64;
     let run = |asid: bool| {
