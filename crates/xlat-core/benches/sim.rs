@@ -28,12 +28,22 @@ fn readable(path: &std::path::Path) -> bool {
     }
 }
 
-fn write_trace(spec: &str, path: &std::path::Path) {
-    if path.exists() && readable(path) {
+/// Write the trace of `spec` to `path` (in `dir`, named `prefix...`) unless a readable one is
+/// cached there; when writing, remove the cached traces of the same workload written by other
+/// format versions or writer revisions.
+fn write_trace(spec: &str, dir: &std::path::Path, prefix: &str, name: &str) {
+    let path = dir.join(name);
+    if path.exists() && readable(&path) {
         return;
     }
+    for e in std::fs::read_dir(dir).expect("trace dir").flatten() {
+        let f = e.file_name().to_string_lossy().to_string();
+        if f.starts_with(prefix) && f.ends_with(".xlat") && f != name {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
     let mut src = source::open(spec).expect("workload");
-    let f = std::io::BufWriter::new(std::fs::File::create(path).expect("create trace"));
+    let f = std::io::BufWriter::new(std::fs::File::create(&path).expect("create trace"));
     let mut w = TraceWriter::new(f, src.header()).expect("writer");
     let mut b = Batch::default();
     while src.next_batch(&mut b).expect("generate") {
@@ -42,16 +52,22 @@ fn write_trace(spec: &str, path: &std::path::Path) {
     w.finish().expect("finish");
 }
 
-/// The cached trace file of a workload spec (named by the format version, so that a cached
-/// trace is rewritten in the current version).
-fn trace_name(spec: &str, n: u64) -> String {
-    format!(
-        "{}-{}-{n}-v{}.{}.xlat",
+/// The cached trace file of a workload spec: a prefix naming the workload and its size, then
+/// the format version and the writer's revision (so that a trace cached by an older xlat is
+/// written again: it would read, but not as the current writer writes it).
+fn trace_name(spec: &str, n: u64) -> (String, String) {
+    let prefix = format!(
+        "{}-{}-{n}-v",
         spec.split(['?', ':']).nth(1).unwrap_or("w"),
         if spec.contains("8GiB") { "8g" } else { "1g" },
+    );
+    let name = format!(
+        "{prefix}{}.{}-w{}.xlat",
         xlat_trace::format::VERSION_MAJOR,
-        xlat_trace::format::VERSION_MINOR
-    )
+        xlat_trace::format::VERSION_MINOR,
+        xlat_trace::writer::WRITER_REVISION
+    );
+    (prefix, name)
 }
 
 /// CPU seconds of the calling thread (the machine is shared: wall time includes waiting).
@@ -97,11 +113,12 @@ fn main() {
         "case", "wall", "cpu", "sim only", "2 thr", "seconds", "walks", "faults", "walks/acc"
     );
     for (name, spec, c) in &cases {
-        let file = dir.join(trace_name(spec, n));
+        let (prefix, fname) = trace_name(spec, n);
+        let file = dir.join(&fname);
         if !wanted(name) {
             continue;
         }
-        write_trace(spec, &file);
+        write_trace(spec, &dir, &prefix, &fname);
         let path = file.to_string_lossy().to_string();
         let mut secs = Vec::new();
         let mut cpus = Vec::new();
@@ -161,7 +178,7 @@ fn main() {
         return;
     }
     // Scaling: the gups trace under two configurations, sequentially and on two threads.
-    let path = dir.join(trace_name(&cases[1].1, n)).to_string_lossy().to_string();
+    let path = dir.join(trace_name(&cases[1].1, n).1).to_string_lossy().to_string();
     let cfgs = vec![cfg(&[]), cfg(&["os.policy=thp"])];
     let t = Instant::now();
     for r in sim::simulate_many(&path, &cfgs, 1) {
