@@ -149,12 +149,13 @@ impl Caches {
         }
     }
 
-    /// Host prefetch of the rows `pa` maps to from level `from` on (no simulated effect), for
-    /// levels whose tags are large enough to miss in the host's caches (smaller ones stay
-    /// resident; prefetching them costs instructions and saves nothing).
+    /// Host prefetch of the rows a page-walk load of `pa` reaches (from the walker's first
+    /// level on; no simulated effect), for levels whose tags are large enough to miss in the
+    /// host's caches (smaller ones stay resident; prefetching them costs instructions and saves
+    /// nothing).
     #[inline]
-    pub fn prefetch(&self, pa: u64, from: usize) {
-        for c in &self.levels[from.max(self.prefetch_from)..] {
+    pub fn prefetch_walk(&self, pa: u64) {
+        for c in &self.levels[self.walk_from.max(self.prefetch_from)..] {
             c.prefetch(pa);
         }
     }

@@ -195,7 +195,6 @@ pub struct Simulator {
     /// the page table's levels), lowest table level first.
     psc_probe: [Vec<usize>; 3],
     caches: Caches,
-    walk_first: usize,
     walk_latency: u64,
     tag: u64,
     asid_mode: bool,
@@ -317,7 +316,6 @@ impl Simulator {
             psc_for_level,
             psc_probe,
             caches: Caches::new(&cfg.cache, cfg.memory.size.0, cfg.memory.dram_latency, seed),
-            walk_first,
             walk_latency: cfg.walker.latency,
             tag: 0,
             asid_mode: cfg.os.asid,
@@ -366,11 +364,10 @@ impl Simulator {
 
     // ------------------------------------------------------------------ the hot loop
 
-    /// Translate one access. Monomorphised over mosaic relocation and data caching. The
-    /// first-level probes are a flat list (TLB, size) per access kind, and a hit increments a
-    /// single counter (the TLB's hits); level-1 lookups are the accesses of the kind, counted
-    /// per range in `count_range`.
-    /// `MEMO`: whether the hit memo is in use (see [`Simulator::memo_on`]).
+    /// Translate one access. Monomorphised over mosaic relocation, data caching and whether the
+    /// hit memo is in use (see [`Simulator::memo_on`]). The first-level probes are a flat list
+    /// (TLB, size) per access kind, and a hit increments a single counter (the TLB's hits);
+    /// level-1 lookups are the accesses of the kind, counted per range in `count_range`.
     #[inline(always)]
     fn access<const MOSAIC: bool, const DATA: bool, const MEMO: bool>(
         &mut self,
@@ -450,9 +447,9 @@ impl Simulator {
         Ok((pfn, s))
     }
 
-    /// Fill the TLBs of levels below `upto` that hold `s` pages. The first first-level fill
-    /// enters the memo (it is the first of the level in probe order, the one an access to the
-    /// page would hit); any other drops the memo entries of the set it filled.
+    /// Fill the TLBs of levels below `upto` that hold `s` pages. While the memo is on, the first
+    /// first-level fill enters it (it is the first of the level in probe order, the one an
+    /// access to the page would hit), and any other drops the memo entries of the set it filled.
     fn fill_above(&mut self, r: usize, upto: usize, va: u64, s: PageSize, pfn: u64) {
         let tag = self.tag;
         let rbit = (r as u64) << 63;
@@ -694,7 +691,7 @@ impl Simulator {
         let i = index(va, 1);
         pt.prefetch(t, i);
         if !self.caches.levels.is_empty() {
-            self.caches.prefetch(pt.table_pa(t) + 8 * i as u64, self.walk_first);
+            self.caches.prefetch_walk(pt.table_pa(t) + 8 * i as u64);
         }
     }
 
