@@ -59,6 +59,15 @@ pub struct Caches {
     /// The level walk loads start at, and the offset of their row in `hist`.
     walk_from: usize,
     walk_row: usize,
+    /// The lanes of the three levels walk loads go through, packed by [`pack_classes`], when
+    /// walks start at the first of exactly three levels, all fast; else 0. What
+    /// [`Caches::access_walk_as`] checks its constant against.
+    walk_classes: u32,
+}
+
+/// Three fast levels' lanes (4, 8 or 16 each) in one word (never 0).
+pub const fn pack_classes(lanes: [u32; 3]) -> u32 {
+    lanes[0] | lanes[1] << 8 | lanes[2] << 16
 }
 
 /// Host bytes of a level's tags above which its rows are prefetched before walks.
@@ -78,6 +87,7 @@ impl Caches {
             prefetch_from,
             walk_from: 0,
             walk_row: 0,
+            walk_classes: 0,
         };
         c.set_walk_first(0);
         c
@@ -103,6 +113,46 @@ impl Caches {
         self.probe_from(pa, self.walk_from)
     }
 
+    /// [`Caches::access_walk`] compiled for three levels of `lanes` lanes (constants after
+    /// inlining; all 0: any levels): when walks go through exactly such levels (see
+    /// [`Caches::walk_classes`]), three inline probes of those widths, else the general probe
+    /// out of line.
+    #[inline(always)]
+    pub fn access_walk_as(&mut self, lanes: [u32; 3], pa: u64) -> (usize, u64) {
+        if lanes == [0; 3] {
+            return self.access_walk(pa);
+        }
+        if self.walk_classes != pack_classes(lanes) {
+            return self.access_walk_other(pa);
+        }
+        let dram = self.dram_latency;
+        let [a, b, c] = &mut self.levels[..] else { unreachable!("walk classes are set for three levels") };
+        // SAFETY: `walk_classes` says the three levels are fast with these lanes.
+        unsafe {
+            if a.probe_as(lanes[0], pa) {
+                (0, a.latency)
+            } else if b.probe_as(lanes[1], pa) {
+                (1, b.latency)
+            } else if c.probe_as(lanes[2], pa) {
+                (2, c.latency)
+            } else {
+                (3, dram)
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn access_walk_other(&mut self, pa: u64) -> (usize, u64) {
+        self.access_walk(pa)
+    }
+
+    /// The lanes of the levels walk loads go through when [`Caches::access_walk_as`] can take
+    /// them as constants (walks from the first of three fast levels), else zeros.
+    pub fn walk_classes(&self) -> [u32; 3] {
+        let w = self.walk_classes;
+        [w & 0xff, (w >> 8) & 0xff, w >> 16]
+    }
+
     /// Count `n` walk loads (made by [`Caches::access_walk`]) that hit level `hit` (the level
     /// count: DRAM).
     pub fn add_walk_loads(&mut self, hit: usize, n: u64) {
@@ -114,6 +164,12 @@ impl Caches {
         let n = self.levels.len();
         self.walk_from = from.min(n);
         self.walk_row = ((n + 1) + self.walk_from) * (n + 1);
+        self.walk_classes = match &self.levels[..] {
+            [a, b, c] if self.walk_from == 0 && a.fast != 0 && b.fast != 0 && c.fast != 0 => {
+                pack_classes([a.fast, b.fast, c.fast])
+            }
+            _ => 0,
+        };
     }
 
     /// Probe the levels from `from` (at most the level count) down; uncounted.
@@ -265,6 +321,27 @@ impl Cache {
             unsafe { self.rows.probe::<4>(off, tag) }
         } else {
             self.probe_slow(pa)
+        }
+    }
+
+    /// [`Cache::probe`] of a fast level of `lanes` lanes (a constant after inlining).
+    ///
+    /// # Safety
+    /// The level is fast with `lanes` lanes (`self.fast == lanes`).
+    #[inline(always)]
+    unsafe fn probe_as(&mut self, lanes: u32, pa: u64) -> bool {
+        debug_assert_eq!(self.fast, lanes);
+        let off = ((pa >> self.off_shift) & self.off_mask) as usize;
+        let tag = (pa >> self.tag_shift) as u32;
+        debug_assert!(tag != EMPTY, "line beyond physical memory");
+        // SAFETY: as in `probe`, by the contract.
+        unsafe {
+            match lanes {
+                4 => self.rows.probe::<4>(off, tag),
+                8 => self.rows.probe::<8>(off, tag),
+                16 => self.rows.probe::<16>(off, tag),
+                _ => unreachable!("fast levels have 4, 8 or 16 lanes"),
+            }
         }
     }
 

@@ -121,8 +121,32 @@ impl Tlb {
     /// on a hit, the frame of the page start. (The key is [`tlb_key`]'s.)
     #[inline(always)]
     pub fn probe(&mut self, va: u64, shift: u32, size_bits: u64, tag: u64) -> (usize, Option<u64>) {
+        // SAFETY: lanes 0 and not KNOWN: the general lookup.
+        unsafe { self.probe_as::<false>(0, va, shift, size_bits, tag) }
+    }
+
+    /// [`Tlb::probe`] compiled for an array of class `lanes` ([`SetAssoc::class`], a constant
+    /// after inlining; 0: any array). `KNOWN`: the caller knows the array is of that class
+    /// (no check); else an array of another class takes the general lookup out of line.
+    ///
+    /// # Safety
+    /// If `KNOWN`, `lanes` is 0 or the class of `self.arr`.
+    #[inline(always)]
+    pub unsafe fn probe_as<const KNOWN: bool>(
+        &mut self,
+        lanes: usize,
+        va: u64,
+        shift: u32,
+        size_bits: u64,
+        tag: u64,
+    ) -> (usize, Option<u64>) {
         let key = ((va >> shift) & VPN_MASK) | size_bits | tag;
-        let r = self.arr.lookup_key(key & VPN_MASK, key);
+        let r = if KNOWN {
+            // SAFETY: by the contract.
+            unsafe { self.arr.lookup_key_of(lanes, key & VPN_MASK, key) }
+        } else {
+            self.arr.lookup_key_as(lanes, key & VPN_MASK, key)
+        };
         if r.1.is_some() {
             self.hits += 1;
         }
@@ -153,13 +177,36 @@ impl Tlb {
     /// to some or from some to none (see [`Tlb::present`]).
     #[inline]
     pub fn fill_as(&mut self, va: u64, size: PageSize, s: PageSize, pfn: u64, tag: u64) -> (usize, u64, bool) {
+        // SAFETY: lanes 0 and not KNOWN: the general insert.
+        unsafe { self.fill_shaped::<false>(0, va, size, s, pfn, tag) }
+    }
+
+    /// [`Tlb::fill_as`] compiled for an array of class `lanes`, as [`Tlb::probe_as`].
+    ///
+    /// # Safety
+    /// As [`Tlb::probe_as`].
+    #[inline(always)]
+    pub unsafe fn fill_shaped<const KNOWN: bool>(
+        &mut self,
+        lanes: usize,
+        va: u64,
+        size: PageSize,
+        s: PageSize,
+        pfn: u64,
+        tag: u64,
+    ) -> (usize, u64, bool) {
         // A splintered entry covers the smaller page containing `va`.
         let pfn = if s == size { pfn } else { pfn + (((va & (size.bytes() - 1)) >> 12) & !((s.bytes() >> 12) - 1)) };
         let key = tlb_key(va, s, tag);
         self.fills += 1;
         let mut flipped = self.present[s as usize] == 0;
         self.present[s as usize] += 1;
-        let (set, evicted) = self.arr.insert_key(key & VPN_MASK, key, pfn);
+        let (set, evicted) = if KNOWN {
+            // SAFETY: by the contract.
+            unsafe { self.arr.insert_key_of(lanes, key & VPN_MASK, key, pfn) }
+        } else {
+            self.arr.insert_key_as(lanes, key & VPN_MASK, key, pfn)
+        };
         if let Some((old, _)) = evicted {
             self.evictions += 1;
             let n = &mut self.present[((old >> VPN_BITS) & 3) as usize];
@@ -218,22 +265,33 @@ impl Psc {
         (va >> self.shift) | tag
     }
 
-    #[inline]
-    pub fn lookup(&mut self, va: u64, tag: u64) -> Option<u32> {
+    /// The table cached for `va`'s prefix, if any; `lanes` is 0 or the array's class (a
+    /// constant after inlining: the row code of that width only).
+    ///
+    /// # Safety
+    /// `lanes` is 0 or [`SetAssoc::class`] of `self.arr`.
+    #[inline(always)]
+    pub unsafe fn lookup(&mut self, lanes: usize, va: u64, tag: u64) -> Option<u32> {
         let k = self.key(va, tag);
         self.stats.accesses += 1;
-        let r = self.arr.lookup_key(k & VPN_MASK, k).1.map(|t| t as u32);
+        // SAFETY: by the contract.
+        let r = unsafe { self.arr.lookup_key_of(lanes, k & VPN_MASK, k) }.1.map(|t| t as u32);
         if r.is_some() {
             self.stats.hits += 1;
         }
         r
     }
 
-    #[inline]
-    pub fn fill(&mut self, va: u64, tag: u64, table: u32) {
+    /// Cache `table` for `va`'s prefix (the caller knows it is absent).
+    ///
+    /// # Safety
+    /// As [`Psc::lookup`].
+    #[inline(always)]
+    pub unsafe fn fill(&mut self, lanes: usize, va: u64, tag: u64, table: u32) {
         let k = self.key(va, tag);
         self.stats.fills += 1;
-        if self.arr.insert_key(k & VPN_MASK, k, table as u64).1.is_some() {
+        // SAFETY: by the contract.
+        if unsafe { self.arr.insert_key_of(lanes, k & VPN_MASK, k, table as u64) }.1.is_some() {
             self.stats.evictions += 1;
         }
     }

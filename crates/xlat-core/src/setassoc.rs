@@ -63,6 +63,9 @@ pub struct SetAssoc {
     lanes: usize,
     /// The recency rows, `row_bytes::<lanes>()` bytes per set (empty for stamped rows).
     rows: Vec<Line>,
+    /// `lanes` when the set count is a power of two, else 0: the arrays that the simulator's
+    /// shape-compiled loop may probe with the lane count as a constant (see [`SetAssoc::class`]).
+    class: usize,
     /// The hit-mask bits (`bits_per_way::<lanes>()` per lane) of the lanes `0..ways`.
     way_bits: u32,
     /// Rows take the plain-Rust row code (tests only: the one of other architectures).
@@ -116,6 +119,7 @@ impl SetAssoc {
             repl,
             lanes: 0,
             rows: Vec::new(),
+            class: 0,
             way_bits: 0,
             #[cfg(test)]
             scalar: false,
@@ -133,6 +137,7 @@ impl SetAssoc {
             };
             let bytes = row_bytes_of(lanes);
             s.lanes = lanes;
+            s.class = if pow2 { lanes } else { 0 };
             s.rows = vec![Line([0; 8]); (sets * bytes).div_ceil(64)];
             let bits = if lanes == 4 { 4 } else { 2 };
             s.way_bits = (0..ways).fold(0, |m, w| m | 1 << (bits * w));
@@ -169,6 +174,15 @@ impl SetAssoc {
         self.ways
     }
 
+    /// The shape class: the lanes of a recency row (4, 8, 12 or 16) when the array keeps recency
+    /// rows and its set count is a power of two (the set is `index_key & mask`), else 0. Arrays
+    /// of one class are probed by the same code with [`SetAssoc::lookup_key_of`] and
+    /// [`SetAssoc::insert_key_of`], the lane count a constant of the caller.
+    #[inline(always)]
+    pub fn class(&self) -> usize {
+        self.class
+    }
+
     /// The set that `index_key` maps to.
     #[inline(always)]
     pub fn set_of(&self, index_key: u64) -> usize {
@@ -203,6 +217,41 @@ impl SetAssoc {
     pub fn lookup_key(&mut self, index_key: u64, tag: u64) -> (usize, Option<u64>) {
         let set = self.set_of(index_key);
         (set, self.lookup_in::<false>(set, tag))
+    }
+
+    /// [`SetAssoc::lookup_key`] compiled for arrays of class `lanes` (a constant after inlining;
+    /// 0: any array): the row code of that width, inline, when the array is of that class, else
+    /// the general lookup out of line.
+    #[inline(always)]
+    pub fn lookup_key_as(&mut self, lanes: usize, index_key: u64, tag: u64) -> (usize, Option<u64>) {
+        if lanes != 0 && self.class != lanes {
+            return self.lookup_key_other(index_key, tag);
+        }
+        // SAFETY: the array is of class `lanes` (or `lanes` is 0).
+        unsafe { self.lookup_key_of(lanes, index_key, tag) }
+    }
+
+    #[inline(never)]
+    fn lookup_key_other(&mut self, index_key: u64, tag: u64) -> (usize, Option<u64>) {
+        self.lookup_key(index_key, tag)
+    }
+
+    /// [`SetAssoc::lookup_key`] of an array of class `lanes` (a constant after inlining), with
+    /// no check of the class: the row code of that width only. `lanes` 0 is `lookup_key`.
+    ///
+    /// # Safety
+    /// `lanes` is 0 or [`SetAssoc::class`] (else the set may lie past the rows).
+    #[inline(always)]
+    pub unsafe fn lookup_key_of(&mut self, lanes: usize, index_key: u64, tag: u64) -> (usize, Option<u64>) {
+        debug_assert!(lanes == 0 || lanes == self.class);
+        let set = (index_key & self.mask) as usize;
+        match lanes {
+            4 => (set, self.lookup_rows::<4, false>(set, tag)),
+            8 => (set, self.lookup_rows::<8, false>(set, tag)),
+            12 => (set, self.lookup_rows::<12, false>(set, tag)),
+            16 => (set, self.lookup_rows::<16, false>(set, tag)),
+            _ => self.lookup_key(index_key, tag),
+        }
     }
 
     /// `lookup`; `CHECKED`: check `set` (else the caller knows it is below the set count).
@@ -495,6 +544,46 @@ impl SetAssoc {
     pub fn insert_key(&mut self, index_key: u64, tag: u64, data: u64) -> (usize, Option<(u64, u64)>) {
         let set = self.set_of(index_key);
         (set, self.insert_in::<false>(set, tag, data))
+    }
+
+    /// [`SetAssoc::insert_key`] compiled for arrays of class `lanes`, as
+    /// [`SetAssoc::lookup_key_as`].
+    #[inline(always)]
+    pub fn insert_key_as(&mut self, lanes: usize, index_key: u64, tag: u64, data: u64) -> (usize, Option<(u64, u64)>) {
+        if lanes != 0 && self.class != lanes {
+            return self.insert_key_other(index_key, tag, data);
+        }
+        // SAFETY: the array is of class `lanes` (or `lanes` is 0).
+        unsafe { self.insert_key_of(lanes, index_key, tag, data) }
+    }
+
+    #[inline(never)]
+    fn insert_key_other(&mut self, index_key: u64, tag: u64, data: u64) -> (usize, Option<(u64, u64)>) {
+        self.insert_key(index_key, tag, data)
+    }
+
+    /// [`SetAssoc::insert_key`] of an array of class `lanes`, as [`SetAssoc::lookup_key_of`].
+    ///
+    /// # Safety
+    /// As [`SetAssoc::lookup_key_of`].
+    #[inline(always)]
+    pub unsafe fn insert_key_of(
+        &mut self,
+        lanes: usize,
+        index_key: u64,
+        tag: u64,
+        data: u64,
+    ) -> (usize, Option<(u64, u64)>) {
+        debug_assert!(lanes == 0 || lanes == self.class);
+        assert!(data >> 32 == 0, "payload {data:#x} wider than 32 bits");
+        let set = (index_key & self.mask) as usize;
+        match lanes {
+            4 => (set, self.insert_rows::<4, false>(set, tag, data)),
+            8 => (set, self.insert_rows::<8, false>(set, tag, data)),
+            12 => (set, self.insert_rows::<12, false>(set, tag, data)),
+            16 => (set, self.insert_rows::<16, false>(set, tag, data)),
+            _ => self.insert_key(index_key, tag, data),
+        }
     }
 
     /// `insert`; `CHECKED` as in `lookup_in`.
@@ -964,6 +1053,49 @@ mod tests {
                     assert!(hits > 100 && evictions > 100, "{repl:?} {ways} ways {sets} sets");
                     assert_eq!(rows.clear(), any.clear());
                     assert!(rows.set_tags(0).is_empty());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shaped_probes_match_the_general_ones() {
+        // Arrays of every recency-row width, power-of-two set counts or not, other policies:
+        // `class` is the lane count exactly when the set is a mask of the key, and lookups and
+        // inserts compiled for a class (right or wrong: a wrong one falls back) answer, evict
+        // and leave the rows as the general ones.
+        let cases = [(64, 4, 4), (8, 8, 8), (1536, 12, 12), (256, 16, 16), (24, 4, 0), (1536, 16, 0), (2, 2, 4)];
+        for (entries, ways, class) in cases {
+            for repl in [Replacement::Lru, Replacement::Fifo, Replacement::TreePlru] {
+                let mut a = SetAssoc::new(entries, ways, repl, 3);
+                let mut b = SetAssoc::new(entries, ways, repl, 3);
+                let want_class = if repl == Replacement::TreePlru { 0 } else { class };
+                assert_eq!(a.class(), want_class, "{entries}/{ways} {repl:?}");
+                let mut x = 0x9e37_79b9_7f4a_7c15u64;
+                for step in 0..4_000u64 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let key = x % (3 * entries as u64);
+                    let (tag, data) = (key | 1 << 40, x >> 40);
+                    let got = match step % 3 {
+                        0 => a.lookup_key_as(a.class(), key, tag),
+                        1 => a.lookup_key_as(4, key, tag),
+                        _ => a.lookup_key_as(12, key, tag),
+                    };
+                    let want = b.lookup_key(key, tag);
+                    assert_eq!(got, want, "{entries}/{ways} {repl:?} step {step}");
+                    if want.1.is_none() {
+                        let got = if step % 2 == 0 {
+                            a.insert_key_as(a.class(), key, tag, data)
+                        } else {
+                            a.insert_key_as(8, key, tag, data)
+                        };
+                        assert_eq!(got, b.insert_key(key, tag, data), "{entries}/{ways} {repl:?} step {step}");
+                    }
+                }
+                for set in 0..a.sets() {
+                    assert_eq!(a.set_tags(set), b.set_tags(set));
                 }
             }
         }

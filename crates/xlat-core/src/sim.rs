@@ -48,6 +48,60 @@ struct Probe {
     size_bits: u64,
 }
 
+/// The geometry a copy of the hot loop is compiled for: the [`SetAssoc::class`] (recency-row
+/// lanes of a power-of-two set count) of the first-level TLBs of each role, of the deeper TLBs
+/// that hold 4KB pages and of the paging-structure caches, and the lanes of the three cache
+/// levels walk loads go through ([`Caches::walk_classes`]). With these as constants a probe is
+/// a mask, a few vector compares and a branch, with no dispatch on the structure's width.
+///
+/// A configuration takes a shape's loop only if [`Simulator::has_shape`] says every structure
+/// matches. Then the first-level TLB probes and fills and the PSC probes and fills use the
+/// row code of the shape's width unchecked (their classes were checked once, at construction,
+/// and never change); the deeper TLBs and the caches check their class on each use (a cheap
+/// compare, predictable as it never changes) and fall back to the general code out of line, so
+/// the deeper levels' other arrays (Skylake's 4-way 1GB STLB beside the 12-way STLB) still
+/// work. [`AnyShape`] (all 0) is the general loop every other configuration runs. Each shape
+/// is another copy of the loop to compile (about 20 s of a release build); the results are
+/// the same either way (a unit test compares every counter).
+///
+/// [`SetAssoc::class`]: crate::setassoc::SetAssoc::class
+trait Shape {
+    /// First-level data TLBs.
+    const L1D: usize;
+    /// First-level instruction TLBs.
+    const L1I: usize;
+    /// Deeper TLBs that hold 4KB pages.
+    const L2: usize;
+    /// Paging-structure caches.
+    const PSC: usize;
+    /// The three cache levels, from the walker's first (the first level of three).
+    const CACHES: [u32; 3];
+}
+
+/// Any configuration: every structure dispatches on its own geometry.
+struct AnyShape;
+
+impl Shape for AnyShape {
+    const L1D: usize = 0;
+    const L1I: usize = 0;
+    const L2: usize = 0;
+    const PSC: usize = 0;
+    const CACHES: [u32; 3] = [0; 3];
+}
+
+/// The Skylake preset's geometry (and that of any configuration with the same classes): 4-way
+/// L1 DTLBs of a power-of-two set count, 8-way L1 ITLBs, a 12-way STLB, PSCs of at most 4
+/// ways, walks from an 8-way L1D through a 4-way L2 to a 16-way LLC (LRU or FIFO throughout).
+struct SkylakeShape;
+
+impl Shape for SkylakeShape {
+    const L1D: usize = 4;
+    const L1I: usize = 8;
+    const L2: usize = 12;
+    const PSC: usize = 4;
+    const CACHES: [u32; 3] = [8, 4, 16];
+}
+
 /// The last first-level TLB hits that are each the most recently used entry of their set.
 ///
 /// Re-hitting an entry that is already the most recently used of its set changes no replacement
@@ -214,6 +268,9 @@ pub struct Simulator {
     prefetching: bool,
     /// `sim.miss_profile`: walks per 2MB region (`va >> 21`) of the simulated address space.
     miss_profile: Option<HashMap<u64, u64>>,
+    /// Whether the configuration has [`SkylakeShape`] (then accesses that do not go through
+    /// the data caches run that shape's loop).
+    skylake_shape: bool,
 }
 
 /// The probes of route levels `levels`: every (TLB, page size held), in route order.
@@ -342,10 +399,33 @@ impl Simulator {
             memo_on: true,
             os,
             cfg: cfg.clone(),
+            skylake_shape: false,
         };
         sim.caches.set_walk_first(walk_first);
         sim.live_probes();
+        sim.skylake_shape = sim.has_shape::<SkylakeShape>();
         Ok(sim)
+    }
+
+    /// Whether every structure the loop of shape `S` compiles in has that shape's class: the
+    /// TLBs of each role's first route level (whatever their configured level), the deeper TLBs
+    /// that hold 4KB pages, every PSC, and the cache levels walk loads go through. The loop's
+    /// unchecked probes (see [`Shape`]) rely on this.
+    fn has_shape<S: Shape>(&self) -> bool {
+        let tlbs = (0..2).all(|r| {
+            let first = if r == 0 { S::L1D } else { S::L1I };
+            self.route[r].iter().enumerate().all(|(l, ts)| {
+                ts.iter().all(|&t| {
+                    let (tlb, c) = (&self.tlbs[t], self.tlbs[t].arr.class());
+                    if l == 0 {
+                        c == first
+                    } else {
+                        c == S::L2 || !tlb.sizes.contains(&PageSize::Size4K)
+                    }
+                })
+            })
+        });
+        tlbs && self.pscs.iter().all(|p| p.arr.class() == S::PSC) && self.caches.walk_classes() == S::CACHES
     }
 
     /// Rebuild `fast_live` and `deep_live` from the TLBs' entry counts per size.
@@ -364,12 +444,13 @@ impl Simulator {
 
     // ------------------------------------------------------------------ the hot loop
 
-    /// Translate one access. Monomorphised over mosaic relocation, data caching and whether the
-    /// hit memo is in use (see [`Simulator::memo_on`]). The first-level probes are a flat list
-    /// (TLB, size) per access kind, and a hit increments a single counter (the TLB's hits);
-    /// level-1 lookups are the accesses of the kind, counted per range in `count_range`.
+    /// Translate one access. Monomorphised over mosaic relocation, data caching, whether the
+    /// hit memo is in use (see [`Simulator::memo_on`]) and the structures' [`Shape`]. The
+    /// first-level probes are a flat list (TLB, size) per access kind, and a hit increments a
+    /// single counter (the TLB's hits); level-1 lookups are the accesses of the kind, counted
+    /// per range in `count_range`.
     #[inline(always)]
-    fn access<const MOSAIC: bool, const DATA: bool, const MEMO: bool>(
+    fn access<const MOSAIC: bool, const DATA: bool, const MEMO: bool, S: Shape>(
         &mut self,
         va: u64,
         kind: u8,
@@ -385,14 +466,40 @@ impl Simulator {
             }
             return Ok(());
         }
-        let tag = self.tag;
+        // One copy of the probe loop per role when the roles' first-level TLBs differ in shape
+        // (the lane count must be a constant of each copy).
+        let hit = if S::L1D == S::L1I || r == 0 {
+            self.probe_first::<DATA, MEMO>(S::L1D, r, va)
+        } else {
+            self.probe_first::<DATA, MEMO>(S::L1I, r, va)
+        };
+        if hit {
+            return Ok(());
+        }
+        // (Checked after the probes: with no first-level TLB the probe list is empty too.)
         if self.fast[r].is_empty() {
             self.untranslated += 1;
             return Ok(());
         }
+        self.l1_misses[r] += 1;
+        let (pfn, s) = self.miss::<S>(va, r)?;
+        if DATA {
+            self.data_access(pfn, s, va);
+        }
+        Ok(())
+    }
+
+    /// Probe role `r`'s first-level TLBs for `va`, whose class is `lanes` (0: any); on a hit,
+    /// enter the memo (if in use) and access the data (if `DATA`), and return true.
+    #[inline(always)]
+    fn probe_first<const DATA: bool, const MEMO: bool>(&mut self, lanes: usize, r: usize, va: u64) -> bool {
+        let (tag, rbit) = (self.tag, (r as u64) << 63);
         for k in 0..self.fast_live[r].len() {
             let p = self.fast_live[r][k];
-            if let (set, Some(pfn)) = self.tlbs[p.tlb as usize].probe(va, p.shift, p.size_bits, tag) {
+            let tlb = &mut self.tlbs[p.tlb as usize];
+            // SAFETY: `lanes` is 0 or the shape's class of role `r`'s first route level, which
+            // `has_shape` checked for every TLB of that level before this loop was chosen.
+            if let (set, Some(pfn)) = unsafe { tlb.probe_as::<true>(lanes, va, p.shift, p.size_bits, tag) } {
                 if MEMO {
                     let h = MemoHit { tlb: p.tlb, set: set as u32, size: p.size, pfn };
                     self.memo.insert(&mut self.tlbs, va, rbit, p.shift, h);
@@ -400,15 +507,10 @@ impl Simulator {
                 if DATA {
                     self.data_access(pfn, PageSize::from_index(p.size as usize), va);
                 }
-                return Ok(());
+                return true;
             }
         }
-        self.l1_misses[r] += 1;
-        let (pfn, s) = self.miss(va, r)?;
-        if DATA {
-            self.data_access(pfn, s, va);
-        }
-        Ok(())
+        false
     }
 
     #[inline]
@@ -419,14 +521,17 @@ impl Simulator {
     }
 
     #[inline(never)]
-    fn miss(&mut self, va: u64, r: usize) -> Result<(u64, PageSize), SimError> {
+    fn miss<S: Shape>(&mut self, va: u64, r: usize) -> Result<(u64, PageSize), SimError> {
         let tag = self.tag;
         // The levels below the first, probe by probe (a TLB per size it holds, in route order):
         // (level, frame, size) of the first hit. Lookups per level are derived from the hits
         // (`count_range`): every miss of a level is a lookup of the next.
         let mut found = None;
         for p in &self.deep_live[r] {
-            if let (_, Some(pfn)) = self.tlbs[p.tlb as usize].probe(va, p.shift, p.size_bits, tag) {
+            // SAFETY: not KNOWN: the class is checked.
+            if let (_, Some(pfn)) =
+                unsafe { self.tlbs[p.tlb as usize].probe_as::<false>(S::L2, va, p.shift, p.size_bits, tag) }
+            {
                 found = Some((p.level as usize, pfn, PageSize::from_index(p.size as usize)));
                 break;
             }
@@ -438,11 +543,11 @@ impl Simulator {
             }
             None => {
                 let levels = self.route[r].len();
-                let (pfn, s) = self.walk(va)?;
+                let (pfn, s) = self.walk::<S>(va)?;
                 (levels, pfn, s)
             }
         };
-        self.fill_above(r, upto, va, s, pfn);
+        self.fill_above::<S>(r, upto, va, s, pfn);
         // A page mapped at `s` but held only as smaller (splintered) entries still translates.
         Ok((pfn, s))
     }
@@ -450,7 +555,7 @@ impl Simulator {
     /// Fill the TLBs of levels below `upto` that hold `s` pages. While the memo is on, the first
     /// first-level fill enters it (it is the first of the level in probe order, the one an
     /// access to the page would hit), and any other drops the memo entries of the set it filled.
-    fn fill_above(&mut self, r: usize, upto: usize, va: u64, s: PageSize, pfn: u64) {
+    fn fill_above<S: Shape>(&mut self, r: usize, upto: usize, va: u64, s: PageSize, pfn: u64) {
         let tag = self.tag;
         let rbit = (r as u64) << 63;
         let mut first = true;
@@ -459,7 +564,18 @@ impl Simulator {
             if l >= upto {
                 break;
             }
-            let (set, entry, f) = self.tlbs[t].fill_as(va, s, held, pfn, tag);
+            let tlb = &mut self.tlbs[t];
+            // SAFETY: the first route level's TLBs are of the shape's class of the role
+            // (`has_shape`); the deeper ones are checked (not KNOWN).
+            let (set, entry, f) = unsafe {
+                if l != 0 {
+                    tlb.fill_shaped::<false>(S::L2, va, s, held, pfn, tag)
+                } else if S::L1D == S::L1I || r == 0 {
+                    tlb.fill_shaped::<true>(S::L1D, va, s, held, pfn, tag)
+                } else {
+                    tlb.fill_shaped::<true>(S::L1I, va, s, held, pfn, tag)
+                }
+            };
             flipped |= f;
             if l == 0 && self.memo_on {
                 if first {
@@ -477,7 +593,7 @@ impl Simulator {
     }
 
     /// Walk the page tables for `va` (faulting the page in first if it is not mapped).
-    fn walk(&mut self, va: u64) -> Result<(u64, PageSize), SimError> {
+    fn walk<S: Shape>(&mut self, va: u64) -> Result<(u64, PageSize), SimError> {
         self.ws.walks += 1;
         if let Some(p) = &mut self.miss_profile {
             *p.entry(va >> 21).or_default() += 1;
@@ -498,7 +614,8 @@ impl Simulator {
         let (mut level, mut t) = (levels, root);
         for &p in &self.psc_probe[size as usize] {
             let p = &mut self.pscs[p];
-            if let Some(tab) = p.lookup(va, tag) {
+            // SAFETY: `S::PSC` is 0 or every PSC's class (`has_shape`).
+            if let Some(tab) = unsafe { p.lookup(S::PSC, va, tag) } {
                 level = p.table_level - 1;
                 t = tab;
                 break;
@@ -509,14 +626,16 @@ impl Simulator {
         loop {
             let i = index(va, level);
             let pa = self.os.pt.table_pa(t) + 8 * i as u64;
-            let (hit, lat) = if ncache == 0 { (0, self.caches.dram_latency) } else { self.caches.access_walk(pa) };
+            let (hit, lat) =
+                if ncache == 0 { (0, self.caches.dram_latency) } else { self.caches.access_walk_as(S::CACHES, pa) };
             cycles += lat;
             self.ws.loads_at[level * (ncache + 1) + hit] += 1;
             match self.os.pt.entry(t, i) {
                 Entry::Leaf(_) => break,
                 Entry::Table(c) => {
                     if let Some(p) = self.pscs.get_mut(self.psc_for_level[level & 7]) {
-                        p.fill(va, tag, c);
+                        // SAFETY: as for the lookup above.
+                        unsafe { p.fill(S::PSC, va, tag, c) };
                     }
                     t = c;
                     level -= 1;
@@ -584,13 +703,13 @@ impl Simulator {
         Ok(())
     }
 
-    fn run_range<const MOSAIC: bool, const DATA: bool>(
+    fn run_range<const MOSAIC: bool, const DATA: bool, S: Shape>(
         &mut self,
         b: &Batch,
         lo: usize,
         hi: usize,
     ) -> Result<(), SimError> {
-        let r = self.run_accesses::<MOSAIC, DATA>(b, lo, hi);
+        let r = self.run_accesses::<MOSAIC, DATA, S>(b, lo, hi);
         // The counters are complete after every range (even one that failed).
         self.memo.flush(&mut self.tlbs);
         self.count_walk_loads();
@@ -611,7 +730,7 @@ impl Simulator {
         }
     }
 
-    fn run_accesses<const MOSAIC: bool, const DATA: bool>(
+    fn run_accesses<const MOSAIC: bool, const DATA: bool, S: Shape>(
         &mut self,
         b: &Batch,
         lo: usize,
@@ -622,9 +741,9 @@ impl Simulator {
             let chunk_end = hi.min(i + 4096);
             let (walks0, misses0) = (self.ws.walks, self.l1_misses[0] + self.l1_misses[1]);
             if self.memo_on {
-                self.run_chunk::<MOSAIC, DATA, true>(b, i, chunk_end, hi)?;
+                self.run_chunk::<MOSAIC, DATA, true, S>(b, i, chunk_end, hi)?;
             } else {
-                self.run_chunk::<MOSAIC, DATA, false>(b, i, chunk_end, hi)?;
+                self.run_chunk::<MOSAIC, DATA, false, S>(b, i, chunk_end, hi)?;
             }
             let n = (chunk_end - i) as u64;
             // Turn prefetching on when more than 1 access in 32 walked.
@@ -642,7 +761,7 @@ impl Simulator {
 
     /// The accesses `i..end` of a range ending at `hi`.
     #[inline(always)]
-    fn run_chunk<const MOSAIC: bool, const DATA: bool, const MEMO: bool>(
+    fn run_chunk<const MOSAIC: bool, const DATA: bool, const MEMO: bool, S: Shape>(
         &mut self,
         b: &Batch,
         i: usize,
@@ -668,14 +787,14 @@ impl Simulator {
                 if (q ^ p) >> 12 != 0 {
                     self.prefetch(q);
                 }
-                self.access::<MOSAIC, DATA, MEMO>(a, k)?;
+                self.access::<MOSAIC, DATA, MEMO, S>(a, k)?;
             }
             for (&a, &k) in addr[m..].iter().zip(&kind[m..]) {
-                self.access::<MOSAIC, DATA, MEMO>(a, k)?;
+                self.access::<MOSAIC, DATA, MEMO, S>(a, k)?;
             }
         } else {
             for (&a, &k) in b.addr[i..end].iter().zip(&b.kind[i..end]) {
-                self.access::<MOSAIC, DATA, MEMO>(a, k)?;
+                self.access::<MOSAIC, DATA, MEMO, S>(a, k)?;
             }
         }
         Ok(())
@@ -778,11 +897,14 @@ impl Simulator {
                     end = p + 1;
                 }
             }
-            match (mosaic, data) {
-                (false, false) => self.run_range::<false, false>(b, i, end)?,
-                (false, true) => self.run_range::<false, true>(b, i, end)?,
-                (true, false) => self.run_range::<true, false>(b, i, end)?,
-                (true, true) => self.run_range::<true, true>(b, i, end)?,
+            // (Accesses through the data caches run the general loop: no shape's copy for them.)
+            match (mosaic, data, self.skylake_shape) {
+                (false, false, false) => self.run_range::<false, false, AnyShape>(b, i, end)?,
+                (false, false, true) => self.run_range::<false, false, SkylakeShape>(b, i, end)?,
+                (true, false, false) => self.run_range::<true, false, AnyShape>(b, i, end)?,
+                (true, false, true) => self.run_range::<true, false, SkylakeShape>(b, i, end)?,
+                (false, true, _) => self.run_range::<false, true, AnyShape>(b, i, end)?,
+                (true, true, _) => self.run_range::<true, true, AnyShape>(b, i, end)?,
             }
             self.count_range(b, i, end);
             i = end;
@@ -1138,4 +1260,103 @@ pub fn simulate_many(trace: &str, cfgs: &[Config], threads: usize) -> Vec<Result
         }
     });
     out.into_iter().map(|m| m.into_inner().expect("no poisoning").expect("every config ran")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::presets;
+    use xlat_trace::{Access, AccessKind, Syscall, SyscallKind};
+
+    fn skylake(sets: &[&str]) -> Config {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        Config::from_toml("skylake", presets::get("skylake").expect("preset"), &sets).expect("valid")
+    }
+
+    fn mmap(b: &mut Batch, addr: u64, len: u64, flags: u64) {
+        let s = Syscall { kind: SyscallKind::Mmap, args: [0, len, 3, flags, u64::MAX, 0], ret: addr as i64 };
+        b.push_side(1, 0, SideBody::Syscall(s));
+    }
+
+    #[test]
+    fn the_skylake_shaped_loop_counts_what_the_generic_one_counts() {
+        // Loads, stores and instruction fetches over 4KB pages (2 GiB anonymous), 2MB pages (64
+        // MiB hugetlb) and 1GB pages (24 GiB hugetlb), half of them near a recent address (TLB
+        // and memo hits), the rest anywhere (walks through every cache level): the Skylake
+        // preset's shaped loop and the general loop give every counter alike.
+        const G: u64 = 1 << 30;
+        let (anon, huge2m, huge1g) = (0x7000_0000_0000u64, 0x7100_0000_0000u64, 0x7200_0000_0000u64);
+        let regions = [(anon, 2 * G), (huge2m, 64 << 20), (huge1g, 24 * G)];
+        let mut batches = vec![Batch::default()];
+        mmap(&mut batches[0], anon, 2 * G, 0x22);
+        mmap(&mut batches[0], huge2m, 64 << 20, 0x22 | 0x40000 | (21 << 26));
+        mmap(&mut batches[0], huge1g, 24 * G, 0x22 | 0x40000 | (30 << 26));
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut recent = anon;
+        for i in 0..200_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let addr = if x & 1 == 0 {
+                recent ^ ((x >> 8) & 0x3fff)
+            } else {
+                let (base, len) = regions[(x >> 1) as usize % 3];
+                base + (x >> 16) % len
+            };
+            recent = addr;
+            let kind = [AccessKind::Load, AccessKind::Store, AccessKind::IFetch][(x >> 4) as usize % 3];
+            if i % 50_000 == 0 {
+                batches.push(Batch::default());
+            }
+            let b = batches.last_mut().expect("a batch");
+            b.push_access(Access { addr: addr & !7, icount: i + 1, tid: 1, size: 8, kind });
+        }
+        let run = |shaped: bool| {
+            let mut s = Simulator::new(&skylake(&[])).expect("simulator");
+            assert!(s.skylake_shape, "the Skylake preset has the Skylake shape");
+            s.skylake_shape = shaped;
+            for b in &batches {
+                s.batch(b).expect("simulate");
+            }
+            s.check_invariants().expect("invariants");
+            s.counters()
+        };
+        let (shaped, general) = (run(true), run(false));
+        for k in [
+            "tlb.l1d-4k.hits",
+            "tlb.l1d-2m.hits",
+            "tlb.l1d-1g.hits",
+            "tlb.l1i-4k.hits",
+            "tlb.l1i-2m.hits",
+            "tlb.stlb.hits",
+            "tlb.stlb-1g.hits",
+            "psc.pde.hits",
+            "walker.loads.pd.L1D",
+            "walker.loads.pt.L2",
+            "walker.loads.pt.LLC",
+            "walker.loads.pt.DRAM",
+        ] {
+            assert!(shaped[k] > 100, "{k} = {} does not exercise the loop", shaped[k]);
+        }
+        assert_eq!(shaped, general);
+    }
+
+    #[test]
+    fn only_configurations_of_the_skylake_shape_take_its_loop() {
+        let shaped = |sets: &[&str]| Simulator::new(&skylake(sets)).expect("simulator").skylake_shape;
+        assert!(shaped(&[]));
+        assert!(shaped(&["tlb.stlb.entries=3072"]), "256 sets of 12 ways: the same class");
+        assert!(shaped(&["tlb.l1d-4k.replacement=\"fifo\""]), "FIFO keeps recency rows");
+        assert!(!shaped(&["tlb.l1d-4k.replacement=\"tree-plru\""]));
+        assert!(!shaped(&["tlb.l1d-4k.ways=8"]));
+        assert!(!shaped(&["tlb.l1d-4k.entries=48"]), "12 sets: not a mask");
+        assert!(!shaped(&["tlb.stlb.ways=16"]));
+        assert!(!shaped(&["psc.pde.ways=8"]));
+        assert!(!shaped(&["walker.first_cache=\"L2\""]));
+        assert!(!shaped(&["cache.L2.ways=8"]));
+        for other in ["haswell", "zen4"] {
+            let cfg = Config::from_toml(other, presets::get(other).expect("preset"), &[]).expect("valid");
+            assert!(!Simulator::new(&cfg).expect("simulator").skylake_shape, "{other}");
+        }
+    }
 }
