@@ -61,8 +61,8 @@ struct Probe {
 /// compare, predictable as it never changes) and fall back to the general code out of line, so
 /// the deeper levels' other arrays (Skylake's 4-way 1GB STLB beside the 12-way STLB) still
 /// work. [`AnyShape`] (all 0) is the general loop every other configuration runs. Each shape
-/// is another copy of the loop to compile (about 20 s of a release build); the results are
-/// the same either way (a unit test compares every counter).
+/// is another copy of the loop to compile; the results are the same either way (a unit test
+/// compares every counter).
 ///
 /// [`SetAssoc::class`]: crate::setassoc::SetAssoc::class
 trait Shape {
