@@ -305,20 +305,16 @@ impl Cache {
     /// Look `pa`'s line up and allocate it on a miss; returns whether it hit.
     #[inline(always)]
     fn probe(&mut self, pa: u64) -> bool {
-        let off = ((pa >> self.off_shift) & self.off_mask) as usize;
-        let tag = (pa >> self.tag_shift) as u32;
-        debug_assert!(self.fast == 0 || tag != EMPTY, "line beyond physical memory");
         // Compiled for each row width, so that the tag compare and the update are a few vector
         // instructions. (Bit tests, most frequent first: LLVM turns `==` chains and `match`
         // into a compare tree in its own order, or a jump table, an indirect branch.)
-        // SAFETY (all three): a fast level's `off_mask` is `(sets - 1) << row_shift`, so `off`
-        // is the start of one of the `sets` rows of `rows` (`Rows::probe`'s contract).
+        // SAFETY (all three): the level is fast with that many lanes (`fast` is 0, 4, 8 or 16).
         if self.fast & 8 != 0 {
-            unsafe { self.rows.probe::<8>(off, tag) }
+            unsafe { self.probe_as(8, pa) }
         } else if self.fast & 16 != 0 {
-            unsafe { self.rows.probe::<16>(off, tag) }
+            unsafe { self.probe_as(16, pa) }
         } else if self.fast & 4 != 0 {
-            unsafe { self.rows.probe::<4>(off, tag) }
+            unsafe { self.probe_as(4, pa) }
         } else {
             self.probe_slow(pa)
         }
@@ -334,7 +330,8 @@ impl Cache {
         let off = ((pa >> self.off_shift) & self.off_mask) as usize;
         let tag = (pa >> self.tag_shift) as u32;
         debug_assert!(tag != EMPTY, "line beyond physical memory");
-        // SAFETY: as in `probe`, by the contract.
+        // SAFETY (all three): a fast level's `off_mask` is `(sets - 1) << row_shift`, so `off`
+        // is the start of one of the `sets` rows of `rows` (`Rows::probe`'s contract).
         unsafe {
             match lanes {
                 4 => self.rows.probe::<4>(off, tag),
