@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Regression check of the simulator's results: runs the matrix of
-# crates/xlat-core/examples/regress.rs (every preset x 4KB/THP/mosaic x stream, gups, chase, zipf,
+# Regression diff of the simulator's results: runs the matrix of
+# crates/xlat-core/examples/regress/ (every preset x 4KB/THP/mosaic x stream, gups, chase, zipf,
 # bfs x LRU/tree-PLRU/FIFO/random x data through the caches off/on) with the working tree and
-# with a base commit (default: where the current branch left main), and fails unless the result JSON is byte-identical.
+# with a base commit (default: where the current branch left main), and fails unless the result
+# JSON is byte-identical, showing the first difference. (`make test` checks the same matrix
+# against the digests checked in: crates/xlat-core/tests/regress.rs; this script shows what
+# changed.)
 #
 #   scripts/sim-regress.sh [BASE]          (XLAT_REGRESS_ONLY=gups: one workload only)
 #
@@ -20,7 +23,8 @@ if [ ! -s "$ref" ]; then
     rm -rf "$wt"
     git worktree add --detach "$wt" "$base" > /dev/null
     mkdir -p "$wt/crates/xlat-core/examples"
-    cp crates/xlat-core/examples/regress.rs "$wt/crates/xlat-core/examples/"
+    rm -rf "$wt/crates/xlat-core/examples/regress.rs" "$wt/crates/xlat-core/examples/regress"
+    cp -r crates/xlat-core/examples/regress "$wt/crates/xlat-core/examples/"
     (cd "$wt" && CARGO_TARGET_DIR="$PWD/../target" cargo build --release -q -p xlat-core --example regress)
     "$dir/target/release/examples/regress" > "$ref.tmp"
     mv "$ref.tmp" "$ref"
