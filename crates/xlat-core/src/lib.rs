@@ -15,7 +15,7 @@
 //! ```
 
 pub mod config;
-pub mod layout;
+pub mod host;
 pub mod mem;
 pub mod mmu;
 pub mod os;
@@ -23,6 +23,11 @@ pub mod pipeline;
 pub mod presets;
 pub mod setassoc;
 pub mod sim;
+pub mod stats;
+pub mod units;
+
+/// The mosaic layout format (`config::layout`).
+pub use config::layout;
 
 pub use config::{Config, ConfigError};
 pub use sim::{simulate, simulate_many, SimResult, Simulator};

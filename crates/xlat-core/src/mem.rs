@@ -9,7 +9,8 @@
 //! its fills minus the valid lines it holds (counted when the statistics are asked for).
 
 use crate::config::CacheConfig;
-use crate::setassoc::{prefetch_ptr, Replacement, SetAssoc};
+use crate::host::prefetch_ptr;
+use crate::setassoc::{Replacement, SetAssoc};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -447,7 +448,7 @@ impl Rows {
         let blocks = (sets * lanes).div_ceil(16);
         let mut mem = Vec::with_capacity(blocks);
         if blocks * 64 >= 2 << 20 {
-            crate::os::pagetable::advise_huge(mem.as_mut_ptr() as *mut u8, blocks * 64);
+            crate::host::advise_huge(mem.as_mut_ptr() as *mut u8, blocks * 64);
         }
         mem.resize(blocks, Block([EMPTY; 16]));
         let mut flat = vec![0u32; lanes * lanes];
@@ -576,8 +577,8 @@ unsafe fn probe_sse2<const L: usize>(row: *mut u32, masks: *const u32, way_bits:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Size;
     use crate::setassoc::Replacement;
+    use crate::units::Size;
 
     fn cfg(name: &str, size: u64, ways: u64, lat: u64) -> CacheConfig {
         CacheConfig { name: name.into(), size: Size(size), ways, line: 64, latency: lat, replacement: Replacement::Lru }

@@ -5,9 +5,10 @@
 //! Thesis chapter 2 (TLBs, MMU caches) and Table 5.1: split L1 TLBs per page size, a unified L2
 //! holding 4KB and 2MB entries; Intel SDM vol. 3 4.10.3 for the paging-structure caches.
 
-use crate::config::{PageSize, PscConfig, Role, TlbConfig};
+use crate::config::{PscConfig, Role, TlbConfig};
 use crate::setassoc::SetAssoc;
-use serde::Serialize;
+pub use crate::stats::StructStats;
+use crate::units::PageSize;
 
 /// Bits of the VPN kept in a key (57-bit VAs have 45-bit 4KB VPNs).
 pub const VPN_BITS: u32 = 46;
@@ -29,32 +30,6 @@ pub fn tlb_key(va: u64, size: PageSize, tag: u64) -> u64 {
 pub fn key_range(key: u64) -> (u64, u64, u64) {
     let size = PageSize::from_index(((key >> VPN_BITS) & 3) as usize);
     ((key & VPN_MASK) << size.shift(), size.bytes(), key & !((1 << 48) - 1))
-}
-
-/// Counters of one structure. `accesses` counts lookups (every structure of a level is probed
-/// on each lookup of that level it serves); hits + misses = accesses.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct StructStats {
-    pub accesses: u64,
-    pub hits: u64,
-    pub misses: u64,
-    pub fills: u64,
-    pub evictions: u64,
-    pub invalidations: u64,
-}
-
-impl std::ops::Sub for StructStats {
-    type Output = StructStats;
-    fn sub(self, o: StructStats) -> StructStats {
-        StructStats {
-            accesses: self.accesses - o.accesses,
-            hits: self.hits - o.hits,
-            misses: self.misses - o.misses,
-            fills: self.fills - o.fills,
-            evictions: self.evictions - o.evictions,
-            invalidations: self.invalidations - o.invalidations,
-        }
-    }
 }
 
 #[derive(Debug, Clone)]

@@ -3,6 +3,7 @@
 //! 2^32: TLB frames, PSC table ids), with a replacement policy per set. Any set count works (the index is `key % sets`, a mask
 //! when `sets` is a power of two), so 1536 entries / 12 ways = 128 sets and 2048 / 12 work alike.
 
+use crate::host::prefetch_ptr;
 use serde::{Deserialize, Serialize};
 use std::hint::select_unpredictable;
 
@@ -152,7 +153,7 @@ impl SetAssoc {
         let n = sets * stride;
         let mut mem = Vec::with_capacity(n);
         if n >= 1 << 18 {
-            crate::os::pagetable::advise_huge(mem.as_mut_ptr() as *mut u8, n * 8);
+            crate::host::advise_huge(mem.as_mut_ptr() as *mut u8, n * 8);
         }
         mem.resize(n, 0);
         for set in 0..sets {
@@ -737,18 +738,6 @@ fn oldest_w<const W: usize>(stamps: &[u64]) -> usize {
         min = select_unpredictable(older, st, min);
     }
     best
-}
-
-/// A host prefetch hint (x86-64 only; elsewhere nothing).
-#[inline(always)]
-pub fn prefetch_ptr<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// 64 bytes aligned to 64 (a host cache line): the unit of the recency rows' storage.

@@ -7,11 +7,12 @@
 //! remaining level goes through the caches, and the translation fills every TLB that holds its
 //! page size. Faults (first touches) are handled by the OS model before the walk's loads.
 
-use crate::config::{Config, PageSize};
+use crate::config::Config;
 use crate::mem::Caches;
 use crate::mmu::{asid_tag, Psc, StructStats, Tlb};
 use crate::os::pagetable::{index, Entry};
 use crate::os::{Invalidation, Os, SimError};
+use crate::units::PageSize;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use xlat_trace::{Batch, EventSource, Marker, SideBody};
@@ -999,10 +1000,9 @@ impl Simulator {
         put("shootdowns".into(), self.range_shootdowns + self.context_flushes);
         put("shootdowns.range".into(), self.range_shootdowns);
         put("shootdowns.context_switch".into(), self.context_flushes);
-        let os = serde_json::to_value(self.os.stats).expect("serialises");
-        for (k, v) in os.as_object().expect("struct") {
-            put(format!("os.{k}"), v.as_u64().expect("u64 counter"));
-        }
+        let mut os = crate::stats::Named::default();
+        crate::stats::Counters::counters(&self.os.stats, &mut os);
+        m.extend(os.0);
         m
     }
 

@@ -7,8 +7,9 @@ pub mod buddy;
 pub mod pagetable;
 pub mod policy;
 
-use crate::config::{Config, PageSize, Policy};
-use crate::layout::Layout;
+use crate::config::layout::Layout;
+use crate::config::{Config, Policy};
+use crate::units::PageSize;
 use buddy::Buddy;
 use pagetable::PageTables;
 use policy::{PageSizePolicy, PoolKind};
@@ -172,6 +173,35 @@ pub struct OsStats {
     pub pool_overflows: u64,
     pub context_switches: u64,
     pub frames_in_use: u64,
+}
+
+impl crate::stats::Counters for OsStats {
+    fn counters(&self, out: &mut dyn crate::stats::Sink) {
+        crate::report_fields!(
+            out,
+            "os",
+            self,
+            page_faults,
+            faults_4k,
+            faults_2m,
+            faults_1g,
+            huge_fallbacks,
+            page_table_pages,
+            vmas_created,
+            inferred_vmas,
+            syscalls,
+            mmaps,
+            munmaps,
+            brks,
+            mremaps,
+            madvises,
+            failed_syscalls,
+            huge_splits,
+            pool_overflows,
+            context_switches,
+            frames_in_use,
+        );
+    }
 }
 
 /// A user error while simulating (one sentence).

@@ -7,7 +7,8 @@
 //! physical address a walk load reads is `table_pa[table] + 8 * index`, exactly the address the
 //! hardware would read.
 
-use crate::config::PageSize;
+use crate::host::HostVec;
+use crate::units::PageSize;
 
 const PRESENT: u32 = 1;
 const LEAF: u32 = 2;
@@ -135,7 +136,7 @@ impl PageTables {
     /// Host prefetch of an entry (no effect on the simulation).
     #[inline(always)]
     pub fn prefetch(&self, t: u32, i: usize) {
-        crate::setassoc::prefetch_ptr(self.entries.as_ptr().wrapping_add(t as usize * 512 + i));
+        crate::host::prefetch_ptr(self.entries.as_ptr().wrapping_add(t as usize * 512 + i));
     }
 
     fn set(&mut self, t: u32, i: usize, v: u32) {
@@ -371,52 +372,6 @@ impl PageTables {
                 Entry::Leaf(pfn) => out.push((va, pfn, PageSize::from_index(level - 1))),
                 Entry::Table(c) => self.leaves_rec(c, level - 1, va, start, end, out),
             }
-        }
-    }
-}
-
-/// A growable u32 array whose large allocations ask the host kernel for transparent huge
-/// pages: the simulator's page-table entries are read at random, and 4KB host pages would make
-/// every simulated walk a host TLB miss as well.
-#[derive(Debug, Clone, Default)]
-pub struct HostVec {
-    v: Vec<u32>,
-}
-
-impl HostVec {
-    fn grow(&mut self, n: usize) {
-        if self.v.len() + n > self.v.capacity() {
-            let cap = (self.v.capacity() * 2).max(1 << 20).max(self.v.len() + n);
-            let mut nv: Vec<u32> = Vec::with_capacity(cap);
-            advise_huge(nv.as_mut_ptr() as *mut u8, cap * 4);
-            nv.extend_from_slice(&self.v);
-            self.v = nv;
-        }
-        self.v.resize(self.v.len() + n, 0);
-    }
-}
-
-impl std::ops::Deref for HostVec {
-    type Target = [u32];
-    fn deref(&self) -> &[u32] {
-        &self.v
-    }
-}
-impl std::ops::DerefMut for HostVec {
-    fn deref_mut(&mut self) -> &mut [u32] {
-        &mut self.v
-    }
-}
-
-/// `madvise(MADV_HUGEPAGE)` on the whole 2MB pages of a buffer (a hint; errors are ignored).
-pub fn advise_huge(p: *mut u8, len: usize) {
-    let start = (p as usize + (2 << 20) - 1) & !((2 << 20) - 1);
-    let end = (p as usize + len) & !((2 << 20) - 1);
-    if end > start {
-        // SAFETY: the range lies inside an allocation we own; madvise only changes how the
-        // kernel backs it.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
         }
     }
 }

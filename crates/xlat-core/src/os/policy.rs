@@ -4,8 +4,9 @@
 //! each with the default that models today's Linux.
 
 use super::{Vma, VmaKind};
-use crate::config::{Config, PageSize, Policy, ThpMode};
-use crate::layout::Layout;
+use crate::config::layout::Layout;
+use crate::config::{Config, Policy, ThpMode};
+use crate::units::PageSize;
 use serde::Serialize;
 
 /// Which mosaic pool a VMA is (`as usize` indexes per-pool arrays: heap, anon, file).

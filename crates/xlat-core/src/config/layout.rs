@@ -2,7 +2,8 @@
 //! file mmap) a size and windows backed by 2MB or 1GB pages; everything else is 4KB. The same
 //! files drive the real mosaic allocator; the rules here mirror its reference parser.
 
-use crate::config::{from_value, parse_toml, ConfigError, PageSize, Result, Size};
+use super::parse::{from_value, parse_toml, ConfigError, Result};
+use crate::units::{PageSize, Size};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Hash)]

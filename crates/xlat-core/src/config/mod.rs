@@ -3,95 +3,15 @@
 //!
 //! The schema is documented in `docs/config.md`; presets live in `configs/cpus/*.toml`.
 
-use crate::layout::Layout;
+pub mod layout;
+mod parse;
+
 use crate::setassoc::Replacement;
-use serde::{Deserialize, Deserializer, Serialize};
-use std::fmt;
-
-/// A configuration or layout problem, as one sentence.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
-
-pub type Result<T> = std::result::Result<T, ConfigError>;
-
-fn err<T>(msg: impl Into<String>) -> Result<T> {
-    Err(ConfigError(msg.into()))
-}
-
-/// A byte count: an integer, or a string such as `"64GiB"` (KB/MB/GB are binary units too).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Hash)]
-#[serde(transparent)]
-pub struct Size(pub u64);
-
-impl<'de> Deserialize<'de> for Size {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Size, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = Size;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a non-negative byte count (an integer or a string like \"4GiB\")")
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Size, E> {
-                Ok(Size(v))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Size, E> {
-                if v < 0 {
-                    return Err(E::custom(format!("size {v} is negative")));
-                }
-                Ok(Size(v as u64))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Size, E> {
-                xlat_trace::workload::parse_size(v).map(Size).ok_or_else(|| {
-                    E::custom(format!(
-                        "'{v}' is not a size (a non-negative integer with an optional unit B, KiB, MiB, GiB, TiB)"
-                    ))
-                })
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// Page sizes of x86-64: leaves at PT (4KB), PD (2MB) and PDPT (1GB) level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum PageSize {
-    #[serde(rename = "4KB")]
-    Size4K = 0,
-    #[serde(rename = "2MB")]
-    Size2M = 1,
-    #[serde(rename = "1GB")]
-    Size1G = 2,
-}
-
-impl PageSize {
-    pub const ALL: [PageSize; 3] = [PageSize::Size4K, PageSize::Size2M, PageSize::Size1G];
-    #[inline(always)]
-    pub fn shift(self) -> u32 {
-        // 12, 21, 30: arithmetic rather than a match (no table load in the hot loop).
-        12 + 9 * self as u32
-    }
-    #[inline(always)]
-    pub fn bytes(self) -> u64 {
-        1 << self.shift()
-    }
-    /// Page-table level of the leaf (1 = PT, 2 = PD, 3 = PDPT).
-    #[inline(always)]
-    pub fn leaf_level(self) -> usize {
-        self as usize + 1
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            PageSize::Size4K => "4KB",
-            PageSize::Size2M => "2MB",
-            PageSize::Size1G => "1GB",
-        }
-    }
-    #[inline(always)]
-    pub fn from_index(i: usize) -> PageSize {
-        PageSize::ALL[i]
-    }
-}
+pub use crate::units::{PageSize, Size};
+use layout::Layout;
+pub use parse::{apply_set, ConfigError, Result};
+pub(crate) use parse::{err, from_value, parse_toml};
+use serde::{Deserialize, Serialize};
 
 /// Which accesses a TLB serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -407,95 +327,6 @@ pub struct Config {
     /// The mosaic layout (set by `--layout`; required when `os.policy = "mosaic"`).
     #[serde(default)]
     pub layout: Option<Layout>,
-}
-
-/// Parse a TOML value as `T`, naming the path of the offending field on error.
-pub(crate) fn from_value<T: serde::de::DeserializeOwned>(what: &str, v: toml::Value) -> Result<T> {
-    let original = v.clone();
-    serde_path_to_error::deserialize(v).map_err(|e| {
-        let mut path = e.path().to_string();
-        // Name the component of an array entry: "tlb[3] (stlb).page_sizes[1]".
-        if let Some((arr, rest)) = path.split_once('[') {
-            if let Some((idx, tail)) = rest.split_once(']') {
-                let name = idx
-                    .parse::<usize>()
-                    .ok()
-                    .and_then(|i| original.get(arr)?.get(i)?.get("name")?.as_str().map(str::to_string));
-                if let Some(n) = name {
-                    path = format!("{arr}[{idx}] ('{n}'){tail}");
-                }
-            }
-        }
-        let inner = e.into_inner().to_string();
-        // toml appends "\nin `table`" context; the path already says where.
-        let inner = inner.lines().next().unwrap_or("").trim().trim_end_matches('.');
-        if path == "." || path.is_empty() {
-            ConfigError(format!("{what}: {inner}."))
-        } else {
-            ConfigError(format!("{what}: field {path}: {inner}."))
-        }
-    })
-}
-
-/// Parse TOML text into a table, one sentence on error.
-pub(crate) fn parse_toml(what: &str, text: &str) -> Result<toml::Table> {
-    text.parse::<toml::Table>().map_err(|e| {
-        let msg = e.message().trim().trim_end_matches('.').replace('\n', ": ");
-        let at = e
-            .span()
-            .map(|s| {
-                let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
-                format!(" (line {line})")
-            })
-            .unwrap_or_default();
-        ConfigError(format!("{what}: invalid TOML{at}: {msg}."))
-    })
-}
-
-/// Apply one `key=value` override to a configuration table. Keys are dotted paths; arrays of
-/// named tables (`tlb`, `psc`, `cache`) are indexed by name: `tlb.l2.entries=2048`. The value is
-/// read as TOML (`2048`, `true`, `"lru"`), or as a string when that fails (`os.policy=thp`).
-pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
-    let (key, value) = assignment
-        .split_once('=')
-        .ok_or_else(|| ConfigError(format!("--set '{assignment}' is not of the form key=value.")))?;
-    let key = key.trim();
-    let value = value.trim();
-    let parsed: toml::Value = match format!("v = {value}").parse::<toml::Table>() {
-        Ok(mut t) => t.remove("v").expect("parsed key"),
-        Err(_) => toml::Value::String(value.to_string()),
-    };
-    let parts: Vec<&str> = key.split('.').collect();
-    if parts.iter().any(|p| p.is_empty()) {
-        return err(format!("--set '{assignment}': the key '{key}' has an empty part."));
-    }
-    let mut cur: &mut toml::Table = table;
-    let mut i = 0;
-    while i + 1 < parts.len() {
-        let p = parts[i];
-        if matches!(p, "tlb" | "psc" | "cache") {
-            let name = parts[i + 1];
-            let arr = cur
-                .get_mut(p)
-                .and_then(|v| v.as_array_mut())
-                .ok_or_else(|| ConfigError(format!("--set '{assignment}': the configuration has no {p} entries.")))?;
-            let found = arr.iter_mut().find(|t| t.get("name").and_then(|n| n.as_str()) == Some(name));
-            let Some(entry) = found.and_then(|v| v.as_table_mut()) else {
-                return err(format!("--set '{assignment}': there is no {p} named '{name}'."));
-            };
-            cur = entry;
-            i += 2;
-            if i == parts.len() {
-                return err(format!("--set '{assignment}': name a field of {p} '{name}'."));
-            }
-            continue;
-        }
-        let next = cur.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        cur = next.as_table_mut().ok_or_else(|| ConfigError(format!("--set '{assignment}': '{p}' is not a table.")))?;
-        i += 1;
-    }
-    cur.insert(parts[parts.len() - 1].to_string(), parsed);
-    Ok(())
 }
 
 impl Config {

@@ -1,0 +1,102 @@
+//! TOML for configurations and layouts: parsing into a table, `--set key=value` overrides, and
+//! typed deserialisation whose errors name the field, each as one sentence.
+
+/// A configuration or layout problem, as one sentence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+pub type Result<T> = std::result::Result<T, ConfigError>;
+
+pub(crate) fn err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(ConfigError(msg.into()))
+}
+
+/// Parse a TOML value as `T`, naming the path of the offending field on error.
+pub(crate) fn from_value<T: serde::de::DeserializeOwned>(what: &str, v: toml::Value) -> Result<T> {
+    let original = v.clone();
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let mut path = e.path().to_string();
+        // Name the component of an array entry: "tlb[3] (stlb).page_sizes[1]".
+        if let Some((arr, rest)) = path.split_once('[') {
+            if let Some((idx, tail)) = rest.split_once(']') {
+                let name = idx
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| original.get(arr)?.get(i)?.get("name")?.as_str().map(str::to_string));
+                if let Some(n) = name {
+                    path = format!("{arr}[{idx}] ('{n}'){tail}");
+                }
+            }
+        }
+        let inner = e.into_inner().to_string();
+        // toml appends "\nin `table`" context; the path already says where.
+        let inner = inner.lines().next().unwrap_or("").trim().trim_end_matches('.');
+        if path == "." || path.is_empty() {
+            ConfigError(format!("{what}: {inner}."))
+        } else {
+            ConfigError(format!("{what}: field {path}: {inner}."))
+        }
+    })
+}
+
+/// Parse TOML text into a table, one sentence on error.
+pub(crate) fn parse_toml(what: &str, text: &str) -> Result<toml::Table> {
+    text.parse::<toml::Table>().map_err(|e| {
+        let msg = e.message().trim().trim_end_matches('.').replace('\n', ": ");
+        let at = e
+            .span()
+            .map(|s| {
+                let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
+                format!(" (line {line})")
+            })
+            .unwrap_or_default();
+        ConfigError(format!("{what}: invalid TOML{at}: {msg}."))
+    })
+}
+
+/// Apply one `key=value` override to a configuration table. Keys are dotted paths; arrays of
+/// named tables (`tlb`, `psc`, `cache`) are indexed by name: `tlb.l2.entries=2048`. The value is
+/// read as TOML (`2048`, `true`, `"lru"`), or as a string when that fails (`os.policy=thp`).
+pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
+    let (key, value) = assignment
+        .split_once('=')
+        .ok_or_else(|| ConfigError(format!("--set '{assignment}' is not of the form key=value.")))?;
+    let key = key.trim();
+    let value = value.trim();
+    let parsed: toml::Value = match format!("v = {value}").parse::<toml::Table>() {
+        Ok(mut t) => t.remove("v").expect("parsed key"),
+        Err(_) => toml::Value::String(value.to_string()),
+    };
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return err(format!("--set '{assignment}': the key '{key}' has an empty part."));
+    }
+    let mut cur: &mut toml::Table = table;
+    let mut i = 0;
+    while i + 1 < parts.len() {
+        let p = parts[i];
+        if matches!(p, "tlb" | "psc" | "cache") {
+            let name = parts[i + 1];
+            let arr = cur
+                .get_mut(p)
+                .and_then(|v| v.as_array_mut())
+                .ok_or_else(|| ConfigError(format!("--set '{assignment}': the configuration has no {p} entries.")))?;
+            let found = arr.iter_mut().find(|t| t.get("name").and_then(|n| n.as_str()) == Some(name));
+            let Some(entry) = found.and_then(|v| v.as_table_mut()) else {
+                return err(format!("--set '{assignment}': there is no {p} named '{name}'."));
+            };
+            cur = entry;
+            i += 2;
+            if i == parts.len() {
+                return err(format!("--set '{assignment}': name a field of {p} '{name}'."));
+            }
+            continue;
+        }
+        let next = cur.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        cur = next.as_table_mut().ok_or_else(|| ConfigError(format!("--set '{assignment}': '{p}' is not a table.")))?;
+        i += 1;
+    }
+    cur.insert(parts[parts.len() - 1].to_string(), parsed);
+    Ok(())
+}
