@@ -862,13 +862,23 @@ impl Simulator {
 
     /// Instructions are counted from each thread's first access in the trace, not from 0: a
     /// trace recorded after `--skip N` starts at instruction N, and those N instructions were
-    /// not simulated (counting them would deflate every MPKI).
+    /// not simulated (counting them would deflate every MPKI). A thread's count is its last
+    /// access's instruction count minus its first's, plus one (the first access's instruction):
+    /// 1000 accesses one instruction apart are 1000 instructions. `trace-info` counts the same.
     #[inline]
     fn set_icount(&mut self, tid: u32, ic: u64) {
-        let e = self.threads.entry(tid).or_insert(ic);
-        if ic > *e {
-            self.instructions += ic - *e;
-            *e = ic;
+        match self.threads.entry(tid) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(ic);
+                self.instructions += 1;
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                let e = o.get_mut();
+                if ic > *e {
+                    self.instructions += ic - *e;
+                    *e = ic;
+                }
+            }
         }
     }
 
@@ -893,8 +903,13 @@ impl Simulator {
                 end = end.min(i + (self.next_sample - self.accesses) as usize);
             } else if ii > 0 {
                 // First access at which this thread's instruction count reaches the next sample.
-                let base = self.instructions - self.threads.get(&b.tid[i]).copied().unwrap_or(b.icount[i]);
-                if let Some(p) = (i..end).find(|&k| base + b.icount[k] >= self.next_sample) {
+                // (Wrapping: `base` is the count minus the thread's last instruction count,
+                // plus one for a thread not seen yet, whose first access counts one.)
+                let base = match self.threads.get(&b.tid[i]) {
+                    Some(&last) => self.instructions.wrapping_sub(last),
+                    None => (self.instructions + 1).wrapping_sub(b.icount[i]),
+                };
+                if let Some(p) = (i..end).find(|&k| base.wrapping_add(b.icount[k]) >= self.next_sample) {
                     end = p + 1;
                 }
             }
@@ -1077,7 +1092,10 @@ impl Simulator {
         d.insert("time.stlb_hit_cycles".into(), stlb_cycles as f64);
         d.insert("time.walk_cycles".into(), cyc as f64);
         d.insert("time.total_cycles".into(), total);
-        d.insert("time.translation_fraction".into(), if total > 0.0 { xlat / total } else { 0.0 });
+        let share = |x: f64| if total > 0.0 { x / total } else { 0.0 };
+        d.insert("time.translation_fraction".into(), share(xlat));
+        d.insert("time.walk_share".into(), share(cyc as f64));
+        d.insert("time.tlb_hit_share".into(), share(stlb_cycles as f64));
         d
     }
 
