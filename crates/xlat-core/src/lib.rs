@@ -14,6 +14,7 @@
 //! assert!(r.counters["walker.walks"] <= r.counters["tlb_level1.data.misses"]);
 //! ```
 
+pub mod array;
 pub mod config;
 pub mod host;
 pub mod mem;
@@ -21,7 +22,7 @@ pub mod mmu;
 pub mod os;
 pub mod pipeline;
 pub mod presets;
-pub mod setassoc;
+
 pub mod sim;
 pub mod stats;
 pub mod units;

@@ -5,8 +5,8 @@
 //! Thesis chapter 2 (TLBs, MMU caches) and Table 5.1: split L1 TLBs per page size, a unified L2
 //! holding 4KB and 2MB entries; Intel SDM vol. 3 4.10.3 for the paging-structure caches.
 
+use crate::array::SetAssoc;
 use crate::config::{PscConfig, Role, TlbConfig};
-use crate::setassoc::SetAssoc;
 pub use crate::stats::StructStats;
 use crate::units::PageSize;
 
@@ -118,9 +118,10 @@ impl Tlb {
         let key = ((va >> shift) & VPN_MASK) | size_bits | tag;
         let r = if KNOWN {
             // SAFETY: by the contract.
-            unsafe { self.arr.lookup_key_of(lanes, key & VPN_MASK, key) }
+            unsafe { self.arr.probe_as::<true>(lanes, key & VPN_MASK, key) }
         } else {
-            self.arr.lookup_key_as(lanes, key & VPN_MASK, key)
+            // SAFETY: not KNOWN: any array.
+            unsafe { self.arr.probe_as::<false>(lanes, key & VPN_MASK, key) }
         };
         if r.1.is_some() {
             self.hits += 1;
@@ -178,9 +179,10 @@ impl Tlb {
         self.present[s as usize] += 1;
         let (set, evicted) = if KNOWN {
             // SAFETY: by the contract.
-            unsafe { self.arr.insert_key_of(lanes, key & VPN_MASK, key, pfn) }
+            unsafe { self.arr.fill_as::<true>(lanes, key & VPN_MASK, key, pfn) }
         } else {
-            self.arr.insert_key_as(lanes, key & VPN_MASK, key, pfn)
+            // SAFETY: not KNOWN: any array.
+            unsafe { self.arr.fill_as::<false>(lanes, key & VPN_MASK, key, pfn) }
         };
         if let Some((old, _)) = evicted {
             self.evictions += 1;
@@ -250,7 +252,7 @@ impl Psc {
         let k = self.key(va, tag);
         self.stats.accesses += 1;
         // SAFETY: by the contract.
-        let r = unsafe { self.arr.lookup_key_of(lanes, k & VPN_MASK, k) }.1.map(|t| t as u32);
+        let r = unsafe { self.arr.probe_as::<true>(lanes, k & VPN_MASK, k) }.1.map(|t| t as u32);
         if r.is_some() {
             self.stats.hits += 1;
         }
@@ -266,7 +268,7 @@ impl Psc {
         let k = self.key(va, tag);
         self.stats.fills += 1;
         // SAFETY: by the contract.
-        if unsafe { self.arr.insert_key_of(lanes, k & VPN_MASK, k, table as u64) }.1.is_some() {
+        if unsafe { self.arr.fill_as::<true>(lanes, k & VPN_MASK, k, table as u64) }.1.is_some() {
             self.stats.evictions += 1;
         }
     }
@@ -279,7 +281,7 @@ impl Psc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::setassoc::Replacement;
+    use crate::array::Replacement;
 
     fn tlb(entries: u64, ways: u64, sizes: &[PageSize]) -> Tlb {
         Tlb::new(

@@ -65,7 +65,7 @@ struct Probe {
 /// is another copy of the loop to compile; the results are the same either way (a unit test
 /// compares every counter).
 ///
-/// [`SetAssoc::class`]: crate::setassoc::SetAssoc::class
+/// [`SetAssoc::class`]: crate::array::SetAssoc::class
 trait Shape {
     /// First-level data TLBs.
     const L1D: usize;

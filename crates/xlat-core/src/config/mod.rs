@@ -6,7 +6,7 @@
 pub mod layout;
 mod parse;
 
-use crate::setassoc::Replacement;
+use crate::array::Replacement;
 pub use crate::units::{PageSize, Size};
 use layout::Layout;
 pub use parse::{apply_set, ConfigError, Result};
