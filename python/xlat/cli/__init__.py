@@ -1,8 +1,8 @@
 """The ``xlat`` command line: one entry point, one subcommand per job.
 
-Each command lives in its own module here (``workloads``, ``trace_info``, ``convert``, ``sim``,
-``demo``), and registers its parser with a ``register`` function; :mod:`xlat.cli.common` holds
-what they share.
+Each command lives in its own module here (``workloads``, ``trace_info``, ``convert`` (and
+``import``), ``sim``, ``demo``, ``trace``), and registers its parser with a ``register``
+function; :mod:`xlat.cli.common` holds what they share.
 
 Errors a user can cause print one sentence (``xlat: error: ...``) and exit with status 1;
 usage errors exit with 2 (argparse's convention).
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from xlat import __version__
 from xlat.cli.common import CliError, add_progress_flags, run_command
 
-__all__ = ["CliError", "add_progress_flags", "build_parser", "main"]
+__all__ = ["CliError", "build_parser", "main"]
 
 EXAMPLES = """\
 examples:
@@ -32,7 +32,7 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from xlat.cli import convert, demo, sim, trace_info, workloads
+    from xlat.cli import convert, demo, sim, trace, trace_info, workloads
 
     common = argparse.ArgumentParser(add_help=False)
     add_progress_flags(common)
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     workloads.register(sub, common)
     trace_info.register(sub, common)
-    convert.register(sub, common)
+    convert.register_convert(sub, common)
     sim.register(sub, common)
     demo.register(sub, common)
     try:  # the mosaic allocator's commands (run, hugepages), when that part is present
@@ -57,9 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
         mosaic = None
     if mosaic is not None:
         mosaic.register_cli(sub)
-    from xlat import tracing  # trace (real programs under QEMU) and import (lackey, ChampSim)
-
-    tracing.register_cli(sub)
+    trace.register(sub)  # trace (real programs under QEMU)
+    convert.register_import(sub)  # import (lackey, ChampSim)
     from xlat import experiment  # experiment mosmodel (real runs against simulated metrics)
 
     experiment.register_cli(sub)
