@@ -1,8 +1,8 @@
 """The ``xlat`` command line: one entry point, one subcommand per job.
 
 Each command lives in its own module here (``workloads``, ``trace_info``, ``convert`` (and
-``import``), ``sim``, ``demo``, ``trace``), and registers its parser with a ``register``
-function; :mod:`xlat.cli.common` holds what they share.
+``import``), ``sim``, ``demo``, ``run`` (and ``hugepages``), ``trace``), and registers its
+parser with a ``register`` function; :mod:`xlat.cli.common` holds what they share.
 
 Errors a user can cause print one sentence (``xlat: error: ...``) and exit with status 1;
 usage errors exit with 2 (argparse's convention).
@@ -32,7 +32,9 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from xlat.cli import convert, demo, sim, trace, trace_info, workloads
+    # Imported here, not at the top: `python -m xlat.mosaic` imports this package for xlat.cli.run,
+    # and must work without the Rust extension, which the other commands import.
+    from xlat.cli import convert, demo, run, sim, trace, trace_info, workloads
 
     common = argparse.ArgumentParser(add_help=False)
     add_progress_flags(common)
@@ -51,12 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.register_convert(sub, common)
     sim.register(sub, common)
     demo.register(sub, common)
-    try:  # the mosaic allocator's commands (run, hugepages), when that part is present
-        from xlat import mosaic
-    except ImportError:
-        mosaic = None
-    if mosaic is not None:
-        mosaic.register_cli(sub)
+    run.register(sub)  # run and hugepages (the mosaic allocator)
     trace.register(sub)  # trace (real programs under QEMU)
     convert.register_import(sub)  # import (lackey, ChampSim)
     from xlat import experiment  # experiment mosmodel (real runs against simulated metrics)
