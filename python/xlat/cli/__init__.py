@@ -1,8 +1,8 @@
 """The ``xlat`` command line: one entry point, one subcommand per job.
 
 Each command lives in its own module here (``workloads``, ``trace_info``, ``convert`` (and
-``import``), ``sim``, ``demo``, ``run`` (and ``hugepages``), ``trace``), and registers its
-parser with a ``register`` function; :mod:`xlat.cli.common` holds what they share.
+``import``), ``sim``, ``demo``, ``run`` (and ``hugepages``), ``trace``, ``experiment``), and
+registers its parser with a ``register`` function; :mod:`xlat.cli.common` holds what they share.
 
 Errors a user can cause print one sentence (``xlat: error: ...``) and exit with status 1;
 usage errors exit with 2 (argparse's convention).
@@ -34,7 +34,7 @@ examples:
 def build_parser() -> argparse.ArgumentParser:
     # Imported here, not at the top: `python -m xlat.mosaic` imports this package for xlat.cli.run,
     # and must work without the Rust extension, which the other commands import.
-    from xlat.cli import convert, demo, run, sim, trace, trace_info, workloads
+    from xlat.cli import convert, demo, experiment, run, sim, trace, trace_info, workloads
 
     common = argparse.ArgumentParser(add_help=False)
     add_progress_flags(common)
@@ -56,9 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.register(sub)  # run and hugepages (the mosaic allocator)
     trace.register(sub)  # trace (real programs under QEMU)
     convert.register_import(sub)  # import (lackey, ChampSim)
-    from xlat import experiment  # experiment mosmodel (real runs against simulated metrics)
-
-    experiment.register_cli(sub)
+    experiment.register(sub)  # experiment mosmodel (real runs against simulated metrics)
     return p
 
 
