@@ -22,9 +22,10 @@ def info_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
             f"{acc:,} ({info['loads']:,} loads, {info['stores']:,} stores, {info['ifetches']:,} ifetches)",
         ),
         ("instructions", f"{info['instructions']:,}"),
+        ("threads", f"{len(threads):,}"),
         (
-            "threads",
-            ", ".join(f"{tid} ({t['accesses']:,} accesses)" for tid, t in threads.items()) or "none",
+            "accesses by thread",
+            ", ".join(f"tid {tid}: {t['accesses']:,}" for tid, t in threads.items()) or "none",
         ),
         ("syscalls", ", ".join(f"{k} {v:,}" for k, v in info["syscalls"].items()) or "none"),
         ("markers", ", ".join(f"{k} {v:,}" for k, v in info["markers"].items()) or "none"),
