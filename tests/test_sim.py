@@ -108,3 +108,20 @@ def test_cli_writes_json_and_csv(tmp_path, capsys):
     assert [r["policy"] for r in doc["results"]] == ["4k", "thp-always"]
     lines = csv.read_text().splitlines()
     assert len(lines) == 3 and lines[0].startswith("config,policy,config_hash,")
+
+
+def test_cli_table_shows_walk_and_tlb_hit_cycle_shares_apart(capsys):
+    """Walk cycles and L2-TLB hit cycles are different costs: one row each, no mixed row."""
+    assert main(["sim", "--no-progress", "--policies", "4k,thp", GUPS]) == 0
+    rows = {}
+    for line in capsys.readouterr().out.splitlines()[2:]:
+        label, _, values = line.partition("  ")
+        rows[label.strip()] = values.split()
+    assert "translation share" not in rows
+    runs = [sim.Run(cpu="skylake", set=[f"os.policy={p}"]) for p in ("4k", "thp")]
+    expected = sim.simulate_many(GUPS, runs)
+    for label, key in (("walk cycles share", "walk_share"), ("L2-TLB hit cycles share", "tlb_hit_share")):
+        assert rows[label] == [f"{100 * r.derived[f'time.{key}']:.1f}%" for r in expected], label
+    # THP turns most walks into L2-TLB hits, so the two shares differ in both configurations.
+    assert rows["walk cycles share"] != rows["L2-TLB hit cycles share"]
+    assert float(rows["L2-TLB hit cycles share"][1].rstrip("%")) > 0

@@ -146,6 +146,19 @@ def test_64gib_footprint_without_64gib_of_memory():
     assert r["maxrss_kib"] < 512 * 1024, "reading a 64 GiB workload must not need GiBs of memory"
 
 
+def test_trace_info_threads_line_is_a_count(tmp_path):
+    """`threads` gives how many threads there are; the accesses of each are on their own line."""
+    lines = ["#xlat-text 1", '#header {"producer":"x"}']
+    lines += [f"A 1 {i} L {0x1000 + 8 * i:#x} 8" for i in range(3000)]
+    lines += [f"A 7 {i} S {0x9000 + 8 * i:#x} 8" for i in range(1000)]
+    f = tmp_path / "two-threads.txt"
+    f.write_text("\n".join(lines) + "\n")
+    out = run_xlat("trace-info", str(f)).stdout
+    rows = dict(line.split("  ", 1) for line in out.splitlines())
+    assert rows["threads"].strip() == "2"
+    assert rows["accesses by thread"].strip() == "tid 1: 3,000, tid 7: 1,000"
+
+
 def test_trace_info_counts_match_python_api(small_trace):
     r = json.loads(run_xlat("trace-info", str(small_trace), "--json").stdout)
     acc = xlat.read_accesses(str(small_trace))

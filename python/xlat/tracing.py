@@ -15,17 +15,16 @@ From Python::
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from xlat import __version__
+from xlat._native import XlatError
 
 QEMU = "qemu-x86_64"
 QEMU_INSTALL = "sudo apt-get install qemu-user"
@@ -35,8 +34,9 @@ EM_X86_64 = 62
 __all__ = ["TracingError", "find_plugin", "find_qemu", "import_trace", "resolve_program", "trace"]
 
 
-class TracingError(RuntimeError):
-    """A tracing problem the user can fix (missing tool, program that cannot start, full disk)."""
+class TracingError(XlatError, RuntimeError):
+    """A tracing problem the user can fix (missing tool, program that cannot start, full disk);
+    ``str(err)`` is one sentence. A :class:`xlat.XlatError` (and, as before, a ``RuntimeError``)."""
 
 
 def _repo_root() -> Path:
@@ -205,7 +205,7 @@ def trace(
             level=level,
             progress=progress,
         )
-    except _native.XlatError as e:
+    except XlatError as e:
         raise _disk_full(e, str(out)) from None
     summary = json.loads(r)
     if summary["interrupted"]:
@@ -233,192 +233,3 @@ def import_trace(
             raise ValueError("--ifetch applies to lackey traces only (ChampSim records carry no fetch sizes)")
         spec += "?ifetch=1"
     return convert(spec, out, level=level, progress=progress)
-
-
-# --- command line -------------------------------------------------------------------------
-
-
-def _progress(args: argparse.Namespace) -> bool:
-    return sys.stderr.isatty() if args.progress is None else args.progress
-
-
-def _cli_error(e: Exception) -> Exception:
-    from xlat.cli import CliError
-
-    return CliError(str(e))
-
-
-def _mib(n: float) -> str:
-    return f"{n / (1 << 20):.2f} MiB"
-
-
-def cmd_trace(args: argparse.Namespace) -> int:
-    argv = list(args.program)
-    if argv and argv[0] == "--":
-        argv = argv[1:]
-    try:
-        r = trace(
-            argv,
-            args.output,
-            skip=args.skip,
-            max_accesses=args.max,
-            ifetch=args.ifetch,
-            level=args.level,
-            progress=_progress(args),
-            qemu_args=args.qemu_arg,
-        )
-    except TracingError as e:
-        raise _cli_error(e) from None
-    if args.json:
-        # A file, not stdout: the traced program owns stdout.
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=2, sort_keys=True)
-            f.write("\n")
-    total = sum(p["accesses"] for p in r["processes"])
-    rate = total / r["seconds"] / 1e6 if r["seconds"] > 0 else float("nan")
-    for p in r["processes"]:
-        per = p["bytes"] / p["accesses"] if p["accesses"] else float("nan")
-        note = " (stopped at --max)" if p["hit_max"] else " (cut short)" if p["truncated"] else ""
-        print(
-            f"wrote {p['path']}: pid {p['pid']}, {p['accesses']:,} accesses, "
-            f"{p['side_events']:,} syscalls, {p['threads']} thread(s), {_mib(p['bytes'])} "
-            f"({per:.2f} bytes/access){note}",
-            file=sys.stderr,
-        )
-    print(f"traced in {r['seconds']:.1f} s ({rate:.1f} M accesses/s)", file=sys.stderr)
-    if r["stopped_at_max"]:
-        print(f"stopped {argv[0]} after {args.max:,} accesses (--max)", file=sys.stderr)
-    return 0 if r["stopped_at_max"] else int(r["status"])
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    try:
-        r = import_trace(
-            args.kind, args.input, args.output, ifetch=args.ifetch, level=args.level, progress=_progress(args)
-        )
-    except TracingError as e:
-        raise _cli_error(e) from None
-    per = r["bytes"] / r["accesses"] if r["accesses"] else float("nan")
-    print(f"wrote {r['path']}: {r['accesses']:,} accesses, {_mib(r['bytes'])} ({per:.2f} bytes/access)")
-    return 0
-
-
-def register_cli(sub: Any) -> None:
-    """Add ``trace`` and ``import`` to the ``xlat`` subcommands."""
-    from xlat.cli import add_progress_flags  # the CLI calls this from build_parser
-
-    s = sub.add_parser(
-        "trace",
-        help="run a program under QEMU and record its memory accesses and address-space syscalls",
-        description="Run PROGRAM (resolved through PATH) under qemu-x86_64 with xlat's TCG plugin and write "
-        "its loads, stores, (optionally) instruction fetches, instruction counts, threads and "
-        "mmap/munmap/brk/mremap/madvise/shmat/shmdt/exit syscalls to OUT, compressed, streaming. "
-        "A forked child's trace goes to OUT with .<pid>.xlat in place of .xlat. Exits with the "
-        "program's status (0 when stopped by --max).",
-        epilog="example: xlat trace --skip 1000000 --max 50000000 -o xz.xlat -- xz -9 -k -f big.txt",
-    )
-    s.add_argument("-o", "--output", required=True, metavar="OUT", help="trace file to write (.xlat)")
-    s.add_argument(
-        "--skip",
-        type=int,
-        default=0,
-        metavar="N_INSNS",
-        help="instructions the first thread runs before accesses are recorded (default 0)",
-    )
-    s.add_argument(
-        "--max",
-        type=int,
-        default=None,
-        metavar="N_ACCESSES",
-        help="stop the program once the trace holds this many accesses",
-    )
-    s.add_argument("--ifetch", action="store_true", help="also record instruction fetches")
-    s.add_argument(
-        "--level",
-        type=int,
-        default=1,
-        help="zstd level, 1 (fastest; about 5%% larger than 3 on real programs) to 19; default 1",
-    )
-    s.add_argument(
-        "--qemu-arg",
-        action="append",
-        default=[],
-        metavar="ARG",
-        help="pass ARG to qemu-x86_64 before the plugin (repeatable), e.g. --qemu-arg=-strace",
-    )
-    s.add_argument("--json", metavar="FILE", help="also write the summary as JSON to FILE")
-    add_progress_flags(s)
-    s.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS")
-    s.set_defaults(func=cmd_trace)
-
-    s = sub.add_parser(
-        "import",
-        help="convert a Valgrind lackey or ChampSim trace to the xlat format",
-        description="Convert a foreign trace to an xlat trace. lackey: the text of valgrind --tool=lackey "
-        "--trace-mem=yes (use --log-file); champsim: 64-byte input_instr records, raw, .xz or .gz. "
-        "Both are also readable directly wherever a trace is accepted, as lackey:PATH or "
-        "champsim:PATH.",
-    )
-    s.add_argument("kind", choices=["lackey", "champsim"])
-    s.add_argument("input", metavar="INPUT")
-    s.add_argument("-o", "--output", required=True, metavar="OUT")
-    s.add_argument("--ifetch", action="store_true", help="lackey: also record each instruction as a fetch")
-    s.add_argument("--level", type=int, default=3, help="zstd level, 1 to 19; default 3")
-    add_progress_flags(s)
-    s.set_defaults(func=cmd_import)
-
-    if "workloads" in sub.choices:
-        _extend_workloads(sub.choices["workloads"])
-
-
-def cmd_workloads_real(args: argparse.Namespace) -> int:
-    from xlat import real_workloads as rw
-
-    if args.name is None:
-        if args.output:
-            raise _cli_error(TracingError("give the recipe to trace: xlat workloads real NAME -o OUT"))
-        rs = rw.recipes()
-        if args.json:
-            json.dump([r.__dict__ | {"script": r.script is not None} for r in rs], sys.stdout, indent=2)
-            sys.stdout.write("\n")
-            return 0
-        print(
-            "Real-program recipes: xlat workloads real NAME -o OUT installs what NAME needs and traces it.\n"
-        )
-        for r in rs:
-            needs = ", ".join([*(f"pip {p}" for p in r.pip), *(f"apt {p}" for p in r.apt)]) or "nothing"
-            print(f"{r.name}: {r.help}")
-            print(f"    warm-up skip {r.skip:,} instructions ({r.skip_note})")
-            print(f"    window {r.max_accesses:,} accesses")
-            print(f"    installs {needs}\n")
-        return 0
-    if not args.output:
-        raise _cli_error(TracingError(f"give the output: xlat workloads real {args.name} -o OUT"))
-    try:
-        r = rw.run(args.name, args.output, skip=args.skip, max_accesses=args.max, progress=_progress(args))
-    except TracingError as e:
-        raise _cli_error(e) from None
-    for p in r["processes"]:
-        per = p["bytes"] / p["accesses"] if p["accesses"] else float("nan")
-        print(f"wrote {p['path']}: {p['accesses']:,} accesses, {_mib(p['bytes'])} ({per:.2f} bytes/access)")
-    return 0 if r["stopped_at_max"] else int(r["status"])
-
-
-def _extend_workloads(w: argparse.ArgumentParser) -> None:
-    """Give ``xlat workloads`` an optional ``real [NAME -o OUT]`` while plain ``xlat workloads``
-    keeps listing the synthetic workloads."""
-    w.add_argument("set", nargs="?", choices=["real"], help="real: list the real-program recipes")
-    w.add_argument("name", nargs="?", metavar="NAME", help="with real: the recipe to install and trace")
-    w.add_argument("-o", "--output", metavar="OUT", help="with real NAME: the trace to write")
-    w.add_argument("--skip", type=int, default=None, help="with real NAME: override the warm-up skip")
-    w.add_argument("--max", type=int, default=None, help="with real NAME: override the window (accesses)")
-    synthetic = w.get_default("func")
-
-    def dispatch(args: argparse.Namespace) -> int:
-        if args.set is None:
-            if args.name or args.output:
-                raise _cli_error(TracingError("use xlat workloads real NAME -o OUT to trace a real program"))
-            return synthetic(args)
-        return cmd_workloads_real(args)
-
-    w.set_defaults(func=dispatch)

@@ -1,0 +1,70 @@
+"""The ``xlat`` command line: one entry point, one subcommand per job.
+
+Each command lives in its own module here (``workloads``, ``trace_info``, ``convert`` (and
+``import``), ``sim``, ``demo``, ``run`` (and ``hugepages``), ``trace``, ``experiment``), and
+registers its parser with a ``register`` function; :mod:`xlat.cli.common` holds what they share.
+
+Errors a user can cause print one sentence (``xlat: error: ...``) and exit with status 1;
+usage errors exit with 2 (argparse's convention).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from xlat import __version__
+from xlat.cli.common import CliError, add_progress_flags, run_command
+
+__all__ = ["CliError", "build_parser", "main"]
+
+EXAMPLES = """\
+examples:
+  xlat workloads
+  xlat trace-info workload:gups?size=64GiB&accesses=1000000
+  xlat convert workload:bfs?scale=18 bfs.xlat
+  xlat convert bfs.xlat bfs.txt          # the plain text form
+  xlat trace-info bfs.xlat --json
+  xlat sim bfs.xlat
+  xlat sim --cpu skylake --policies 4k,thp bfs.xlat --json out.json
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # Imported here, not at the top: `python -m xlat.mosaic` imports this package for xlat.cli.run,
+    # and must work without the Rust extension, which the other commands import.
+    from xlat.cli import convert, demo, experiment, run, sim, trace, trace_info, workloads
+
+    common = argparse.ArgumentParser(add_help=False)
+    add_progress_flags(common)
+
+    p = argparse.ArgumentParser(
+        prog="xlat",
+        description="xlat: trace programs, simulate address translation, model runtime, back programs with page mosaics.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"xlat {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    workloads.register(sub, common)
+    trace_info.register(sub, common)
+    convert.register_convert(sub, common)
+    sim.register(sub, common)
+    demo.register(sub, common)
+    run.register(sub)  # run and hugepages (the mosaic allocator)
+    trace.register(sub)  # trace (real programs under QEMU)
+    convert.register_import(sub)  # import (lackey, ChampSim)
+    experiment.register(sub)  # experiment mosmodel (real runs against simulated metrics)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return run_command(args.func, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

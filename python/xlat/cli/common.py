@@ -1,0 +1,101 @@
+"""What every ``xlat`` command shares: progress flags, table and JSON printing, and the mapping
+of errors to one sentence on stderr and an exit status.
+
+Errors a user can cause print one sentence (``xlat: error: ...``) and exit with status 1;
+usage errors exit with 2 (argparse's convention).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+class CliError(Exception):
+    """A user error detected by the CLI itself (reported like the library's errors)."""
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def mib(n: float) -> str:
+    return f"{n / (1 << 20):.2f} MiB"
+
+
+def progress(args: argparse.Namespace) -> bool:
+    """Whether to draw a progress bar: as asked, else when stderr is a terminal."""
+    if args.progress is not None:
+        return args.progress
+    return sys.stderr.isatty()
+
+
+def add_progress_flags(p: argparse.ArgumentParser) -> None:
+    """--progress / --no-progress (default: a progress bar when stderr is a terminal)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="show a progress bar on stderr (default: when stderr is a terminal)",
+    )
+    g.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+
+
+def print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, sort_keys=True)
+    sys.stdout.write("\n")
+
+
+def table(rows: list[tuple[str, str]]) -> str:
+    """Two columns: labels padded to the longest, then values."""
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def error(msg: object) -> None:
+    """Print ``msg`` as the one line a user error gets."""
+    print(f"xlat: error: {msg}", file=sys.stderr)
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions that are a user's to fix: the CLI's own, the library's (``XlatError`` and
+    its subclasses, the mosaic allocator's, bad values)."""
+    from xlat.mosaic import MosaicError
+
+    errs: list[type[BaseException]] = [CliError, MosaicError, ValueError]
+    try:
+        from xlat._native import XlatError
+    except ImportError:  # the Rust extension is not built: nothing can raise its errors
+        pass
+    else:
+        errs.append(XlatError)
+    return tuple(errs)
+
+
+def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
+    """Run a command and turn what it raises into an exit status: a user error prints one
+    sentence and gives 1, a closed pipe 141, an interrupt 130."""
+    user_errors = _user_errors()
+    try:
+        return int(func(args) or 0)
+    except user_errors as e:
+        error(e)
+        return 1
+    except BrokenPipeError:
+        return 141
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        error(f"{where}{e.strerror or e}")
+        return 1
+    except KeyboardInterrupt:
+        print("xlat: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,85 @@
+"""``xlat convert`` (between the xlat format, the text form and workloads) and ``xlat import``
+(Valgrind lackey and ChampSim traces to the xlat format)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from xlat.cli.common import CliError, add_progress_flags, human_bytes, mib, print_json, progress
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from xlat.trace import convert
+
+    if not 1 <= args.level <= 19:
+        raise CliError(f"--level must be between 1 and 19, not {args.level}")
+    r = convert(
+        args.input,
+        args.output,
+        level=args.level,
+        progress=progress(args),
+        format_version=args.format_version,
+    )
+    if args.json:
+        print_json(r)
+    else:
+        per = r["bytes"] / r["accesses"] if r["accesses"] else float("nan")
+        print(
+            f"wrote {r['path']}: {r['accesses']:,} accesses, {human_bytes(r['bytes'])} ({per:.2f} bytes/access)"
+        )
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from xlat.tracing import import_trace
+
+    r = import_trace(
+        args.kind, args.input, args.output, ifetch=args.ifetch, level=args.level, progress=progress(args)
+    )
+    per = r["bytes"] / r["accesses"] if r["accesses"] else float("nan")
+    print(f"wrote {r['path']}: {r['accesses']:,} accesses, {mib(r['bytes'])} ({per:.2f} bytes/access)")
+    return 0
+
+
+def register_convert(sub: Any, common: argparse.ArgumentParser) -> None:
+    from xlat.trace import FORMAT_VERSIONS
+
+    s = sub.add_parser(
+        "convert",
+        parents=[common],
+        help="convert between the xlat format, the text form and workloads",
+        description="Write INPUT to OUTPUT. OUTPUT ending in .txt gets the plain text form; anything "
+        "else the compressed xlat format. INPUT may be a trace, a text trace or a workload "
+        "spec (which makes convert the way to save a workload as a trace).",
+    )
+    s.add_argument("input", metavar="INPUT")
+    s.add_argument("output", metavar="OUTPUT")
+    s.add_argument("--level", type=int, default=3, help="zstd level, 1 (fastest) to 19 (smallest); default 3")
+    s.add_argument(
+        "--format-version",
+        choices=FORMAT_VERSIONS,
+        default=FORMAT_VERSIONS[-1],
+        help="trace format version to write: 1.1 (default) or 1.0, readable by xlat builds that "
+        "predate 1.1's repeat records",
+    )
+    s.add_argument("--json", action="store_true", help="print a JSON summary")
+    s.set_defaults(func=cmd_convert)
+
+
+def register_import(sub: Any) -> None:
+    s = sub.add_parser(
+        "import",
+        help="convert a Valgrind lackey or ChampSim trace to the xlat format",
+        description="Convert a foreign trace to an xlat trace. lackey: the text of valgrind --tool=lackey "
+        "--trace-mem=yes (use --log-file); champsim: 64-byte input_instr records, raw, .xz or .gz. "
+        "Both are also readable directly wherever a trace is accepted, as lackey:PATH or "
+        "champsim:PATH.",
+    )
+    s.add_argument("kind", choices=["lackey", "champsim"])
+    s.add_argument("input", metavar="INPUT")
+    s.add_argument("-o", "--output", required=True, metavar="OUT")
+    s.add_argument("--ifetch", action="store_true", help="lackey: also record each instruction as a fetch")
+    s.add_argument("--level", type=int, default=3, help="zstd level, 1 to 19; default 3")
+    add_progress_flags(s)
+    s.set_defaults(func=cmd_import)

@@ -1,0 +1,73 @@
+"""``xlat trace-info``: read a trace (or workload) once and summarise it."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from xlat.cli.common import human_bytes, print_json, progress, table
+
+
+def info_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
+    """The table of :func:`xlat.trace_info`'s result: label, value."""
+    info, header = r["info"], r["header"]
+    acc = info["accesses"]
+    threads = info["threads"]
+    rows = [
+        ("source", r["source"]),
+        ("producer", header.get("producer", "")),
+        ("command", " ".join(header.get("command", []))),
+        (
+            "accesses",
+            f"{acc:,} ({info['loads']:,} loads, {info['stores']:,} stores, {info['ifetches']:,} ifetches)",
+        ),
+        ("instructions", f"{info['instructions']:,}"),
+        ("threads", f"{len(threads):,}"),
+        (
+            "accesses by thread",
+            ", ".join(f"tid {tid}: {t['accesses']:,}" for tid, t in threads.items()) or "none",
+        ),
+        ("syscalls", ", ".join(f"{k} {v:,}" for k, v in info["syscalls"].items()) or "none"),
+        ("markers", ", ".join(f"{k} {v:,}" for k, v in info["markers"].items()) or "none"),
+        (
+            "footprint touched",
+            f"{human_bytes(info['touched_4k_pages'] * 4096)} ({info['touched_4k_pages']:,} 4KiB pages, "
+            f"{info['touched_2m_regions']:,} 2MiB regions, {info['touched_1g_regions']:,} 1GiB regions)",
+        ),
+        (
+            "footprint mapped",
+            f"{human_bytes(info['mapped_bytes'])} at the end, {human_bytes(info['peak_mapped_bytes'])} at peak",
+        ),
+    ]
+    if info["min_addr"] is not None:
+        rows.append(("address range", f"{info['min_addr']:#x} .. {info['max_addr']:#x}"))
+    if r["file_bytes"] is not None:
+        per = r["file_bytes"] / acc if acc else float("nan")
+        rows.append(("file size", f"{human_bytes(r['file_bytes'])} ({per:.2f} bytes/access)"))
+    return rows
+
+
+def cmd_trace_info(args: argparse.Namespace) -> int:
+    from xlat.trace import trace_info
+
+    r = trace_info(args.trace, progress=progress(args))
+    if args.json:
+        print_json(r)
+        return 0
+    print(table(info_rows(r)))
+    return 0
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    s = sub.add_parser(
+        "trace-info",
+        parents=[common],
+        help="counts, threads, syscalls, footprint and duration of a trace",
+        description="Read a trace (or workload) once and summarise it: accesses by kind, instructions, "
+        "threads, syscalls, markers, touched and mapped footprint, file size per access.",
+    )
+    s.add_argument(
+        "trace", metavar="TRACE", help="trace file (.xlat), text trace (.txt) or workload:... spec"
+    )
+    s.add_argument("--json", action="store_true", help="print JSON")
+    s.set_defaults(func=cmd_trace_info)

@@ -1,0 +1,33 @@
+"""What every step of the experiment shares: its error, progress messages and the mosaic
+allocator's report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from xlat._native import XlatError
+
+
+class ExperimentError(XlatError, RuntimeError):
+    """A problem for the user to fix; ``str(err)`` is one sentence."""
+
+
+def say(log: Callable[[str], None] | None, msg: str) -> None:
+    if log:
+        log(msg)
+
+
+def read_map(report_dir: str, pid: int | None = None):
+    """The allocator's map report (:class:`xlat.mosaic.MapFile`) in ``report_dir``: of ``pid``, or
+    the only process's."""
+    from xlat.mosaic import parse_map
+
+    maps = sorted(Path(report_dir).glob("map.*"))
+    if pid is not None:
+        maps = [m for m in maps if m.name == f"map.{pid}"]
+    if not maps:
+        raise ExperimentError(
+            f"the mosaic allocator wrote no report in {report_dir} (did the program start?)."
+        )
+    return parse_map(maps[0].read_text())

@@ -1,0 +1,180 @@
+"""Step 5: the measured side. The real program, run natively under every layout (hugetlb mode) in
+rounds until each layout's runtime varies little enough; and what this machine offers to time it
+(its clock, whether it has a PMU)."""
+
+from __future__ import annotations
+
+import csv
+import resource
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xlat.experiment.common import ExperimentError, read_map, say
+from xlat.experiment.program import Program
+from xlat.layout import Layout
+
+
+def _run_once(prog: Program, layout: Layout, verify: bool) -> dict[str, Any]:
+    from xlat import mosaic
+
+    rep = tempfile.mkdtemp(prefix="xlat-exp-")
+    try:
+        env = mosaic.mosaic_env(layout, "hugetlb", report_dir=rep)
+        env.update(prog.env)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        proc = subprocess.run(list(prog.argv), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            err = proc.stderr.decode(errors="replace").strip().splitlines()
+            raise ExperimentError(
+                f"{prog.name} exited with status {proc.returncode} under layout {layout.name}"
+                + (f": {err[-1]}" if err else ".")
+            )
+        report = read_map(rep)
+        pools = report.pools
+        honoured = not verify or mosaic.verify_report(rep, report.pid, layout, "hugetlb").honoured
+    finally:
+        shutil.rmtree(rep, ignore_errors=True)
+    return {
+        "wall": wall,
+        "user": after.ru_utime - before.ru_utime,
+        "sys": after.ru_stime - before.ru_stime,
+        "high_water": {p: v["high_water"] for p, v in pools.items()},
+        "fallback_bytes": sum(v["fallback_bytes"] for v in pools.values()),
+        "honoured": honoured,
+    }
+
+
+def cov_of(x: Sequence[float]) -> float:
+    a = np.asarray(x, dtype=float)
+    return float(a.std(ddof=1) / a.mean()) if len(a) > 1 and a.mean() > 0 else float("inf")
+
+
+#: what R can be: CPU time (user + sys), wall time, or user time
+RUNTIME_METRICS = ("cpu", "wall", "user")
+
+
+def check_timing(metric: str, min_reps: int, max_reps: int) -> None:
+    if metric not in RUNTIME_METRICS:
+        raise ExperimentError(f"runtime metric {metric!r} is not one of {', '.join(RUNTIME_METRICS)}.")
+    if not 2 <= min_reps <= max_reps:
+        raise ExperimentError(f"repetitions must satisfy 2 <= min ({min_reps}) <= max ({max_reps}).")
+
+
+RUNS_FIELDS = [
+    "layout",
+    "rep",
+    "wall",
+    "user",
+    "sys",
+    "cpu",
+    "heap_high_water",
+    "anon_high_water",
+    "fallback_bytes",
+    "honoured",
+]
+
+
+def measure(
+    prog: Program,
+    layouts: list[Layout],
+    out: Path,
+    metric: str = "cpu",
+    cov: float = 0.01,
+    min_reps: int = 3,
+    max_reps: int = 10,
+    log=None,
+) -> dict[str, list[float]]:
+    """Time ``prog`` under every layout in rounds (one run of every unfinished layout per round,
+    so slow drifts of the machine spread over all layouts) until each layout has ``min_reps`` runs
+    and a coefficient of variation of ``metric`` below ``cov``, or ``max_reps`` runs. Every run is
+    appended to ``out/runs.csv`` (runs already there are reused). Each layout first gets an
+    untimed warm-up run (``rep = warmup``) whose pages are verified against /proc/PID/smaps."""
+    check_timing(metric, min_reps, max_reps)
+    path = out / "runs.csv"
+    runs: dict[str, list[dict[str, Any]]] = {lay.name: [] for lay in layouts}
+    warmed: set[str] = set()
+    if path.exists():
+        with path.open() as f:
+            for row in csv.DictReader(f):
+                if row["rep"] == "warmup":
+                    warmed.add(row["layout"])
+                elif row["layout"] in runs:
+                    runs[row["layout"]].append(row)
+    new = not path.exists()
+    with path.open("a", newline="") as f:
+        w = csv.DictWriter(f, RUNS_FIELDS)
+        if new:
+            w.writeheader()
+        for rnd in range(max_reps):
+            pending = [
+                lay
+                for lay in layouts
+                if len(runs[lay.name]) < min_reps
+                or (
+                    len(runs[lay.name]) < max_reps
+                    and cov_of([float(r[metric]) for r in runs[lay.name]]) > cov
+                )
+            ]
+            if not pending:
+                break
+            say(log, f"measure: round {rnd + 1}, {len(pending)} layouts ...")
+            for lay in pending:
+                if lay.name not in warmed:
+                    # An untimed first run, checked against smaps (which the check makes it write).
+                    r = _run_once(prog, lay, verify=True)
+                    if not r["honoured"]:
+                        raise ExperimentError(
+                            f"layout {lay.name} was not honoured (a window did not get its huge pages); "
+                            "see `xlat run --verify`."
+                        )
+                    w.writerow(_row(lay.name, "warmup", r))
+                    warmed.add(lay.name)
+                r = _run_once(prog, lay, verify=False)
+                row = _row(lay.name, str(len(runs[lay.name])), r)
+                w.writerow(row)
+                f.flush()
+                runs[lay.name].append(row)
+    return {name: [float(r[metric]) for r in rs] for name, rs in runs.items()}
+
+
+def _row(layout: str, rep: str, r: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "layout": layout,
+        "rep": rep,
+        "wall": f"{r['wall']:.6f}",
+        "user": f"{r['user']:.6f}",
+        "sys": f"{r['sys']:.6f}",
+        "cpu": f"{r['user'] + r['sys']:.6f}",
+        "heap_high_water": r["high_water"]["heap"],
+        "anon_high_water": r["high_water"]["anon"],
+        "fallback_bytes": r["fallback_bytes"],
+        "honoured": int(r["honoured"]),
+    }
+
+
+def hardware_counters() -> bool:
+    """Whether this machine exposes a CPU PMU to perf (``/sys/bus/event_source/devices/cpu*``).
+    A VM without one (this project's machines) has only software events."""
+    d = Path("/sys/bus/event_source/devices")
+    return d.is_dir() and any(p.name.startswith("cpu") for p in d.iterdir())
+
+
+def cpu_ghz() -> float:
+    """The clock this machine reports (first ``cpu MHz`` of /proc/cpuinfo), in GHz."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("cpu MHz"):
+                return float(line.split(":")[1]) / 1000
+    except OSError:
+        pass
+    raise ExperimentError("/proc/cpuinfo gives no clock rate; pass --ghz.")

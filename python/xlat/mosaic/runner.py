@@ -1,0 +1,119 @@
+"""Running a program under a layout: the preloaded library, the environment that hands it the
+layout, and :func:`run`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from xlat.layout import Layout, load_layout
+from xlat.mosaic.errors import EXIT_NOT_HONOURED, MosaicError
+from xlat.mosaic.hugepages import check_huge_pages
+from xlat.mosaic.verify import verify_report
+
+
+def library_path() -> Path:
+    """Path of libxlat_mosaic.so: ``XLAT_MOSAIC_LIB`` if set, else the one next to this package
+    (``xlat/_lib/``, where ``make -C native/mosaic`` puts it)."""
+    env = os.environ.get("XLAT_MOSAIC_LIB")
+    path = Path(env) if env else Path(__file__).resolve().parents[1] / "_lib" / "libxlat_mosaic.so"
+    if not path.is_file():
+        raise MosaicError(f"the mosaic library {path} is not built; run `make -C native/mosaic`.")
+    return path.resolve()
+
+
+def _resolve_program(prog: str) -> str:
+    if "/" in prog:
+        if not os.path.isfile(prog):
+            raise MosaicError(f"program '{prog}' does not exist.")
+        if not os.access(prog, os.X_OK):
+            raise MosaicError(f"program '{prog}' is not executable.")
+        return prog
+    found = shutil.which(prog)
+    if not found:
+        raise MosaicError(f"program '{prog}' was not found on PATH.")
+    return found
+
+
+def mosaic_env(
+    layout: Layout,
+    mode: str = "hugetlb",
+    best_effort: bool = False,
+    report_dir: str | None = None,
+    base: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment that runs a program under ``layout`` (the preload plus XLAT_MOSAIC_*)."""
+    env = dict(os.environ if base is None else base)
+    lib = str(library_path())
+    old = env.get("LD_PRELOAD", "")
+    env["LD_PRELOAD"] = lib + (" " + old if old else "")
+    env.update(layout.to_env())
+    env["XLAT_MOSAIC_MODE"] = mode
+    env["XLAT_MOSAIC_BEST_EFFORT"] = "1" if best_effort else "0"
+    if report_dir:
+        env["XLAT_MOSAIC_REPORT"] = report_dir
+    else:
+        env.pop("XLAT_MOSAIC_REPORT", None)
+    return env
+
+
+def run(
+    layout: Layout | str | Path,
+    argv: list[str],
+    mode: str = "hugetlb",
+    verify: bool = False,
+    best_effort: bool = False,
+    *,
+    report_to=None,
+    reports: list | None = None,
+    stdout=None,
+    stderr=None,
+) -> int:
+    """Run ``argv`` with its memory backed by ``layout``; returns the program's exit status
+    (128 + N if killed by signal N).  With ``verify``, a per-window report goes to ``report_to``
+    (default stderr), the :class:`VerifyReport` is appended to ``reports`` if given, and a program
+    that succeeded but did not get its layout returns 3.  ``stdout``/``stderr`` go to the program.
+
+    Raises :class:`MosaicError` or :class:`LayoutError` (one sentence) before the program starts
+    if it cannot be run as asked."""
+    if not isinstance(layout, Layout):
+        layout = load_layout(layout)
+    if not argv:
+        raise MosaicError("no program was given to run.")
+    if not best_effort:
+        check_huge_pages(layout, mode)
+    elif mode not in ("hugetlb", "thp"):
+        raise MosaicError(f"mode {mode!r} is not hugetlb or thp.")
+    prog = _resolve_program(argv[0])
+    report_dir = tempfile.mkdtemp(prefix="xlat-mosaic-") if verify else None
+    env = mosaic_env(layout, mode, best_effort, report_dir)
+    try:
+        try:
+            # argv[0] as the user wrote it (some programs look at it), the resolved path to exec
+            proc = subprocess.Popen(list(argv), env=env, stdout=stdout, stderr=stderr, executable=prog)
+        except OSError as err:
+            raise MosaicError(f"program '{argv[0]}' could not be started ({err.strerror}).") from None
+        while True:
+            try:
+                rc = proc.wait()
+                break
+            except KeyboardInterrupt:
+                # the child got the same SIGINT; wait for it so that its report is complete
+                continue
+        if rc < 0:
+            rc = 128 - rc
+        if verify:
+            rep = verify_report(report_dir, proc.pid, layout, mode)
+            print(rep.format(), file=report_to or sys.stderr, end="")
+            if reports is not None:
+                reports.append(rep)
+            if not rep.honoured and rc == 0:
+                rc = EXIT_NOT_HONOURED
+        return rc
+    finally:
+        if report_dir:
+            shutil.rmtree(report_dir, ignore_errors=True)
