@@ -12,7 +12,7 @@
 //! and evicted entries are). Tags are compared with SSE2 on x86-64, plain Rust elsewhere (and in
 //! tests, to compare the two).
 
-use super::INVALID;
+use super::replacement::INVALID;
 
 /// The recency rows of one array.
 #[derive(Debug, Clone)]

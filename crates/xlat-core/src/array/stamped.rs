@@ -4,7 +4,7 @@
 //! 0 = empty slot), then (if any) its payloads, so that a probe of a large structure (an LLC)
 //! costs one host cache miss and the adjacent-line prefetch, not one miss per array.
 
-use super::{Replacement, INVALID};
+use super::replacement::{Replacement, INVALID};
 use std::hint::select_unpredictable;
 
 #[derive(Debug, Clone)]
