@@ -22,7 +22,6 @@ pub mod mmu;
 pub mod os;
 pub mod pipeline;
 pub mod presets;
-
 pub mod sim;
 pub mod stats;
 pub mod units;

@@ -44,6 +44,28 @@ impl Sink for Values {
     }
 }
 
+/// A sink that puts every name under `prefix.` into another sink.
+pub struct Prefixed<'a> {
+    pub prefix: &'a str,
+    pub inner: &'a mut dyn Sink,
+}
+
+impl Sink for Prefixed<'_> {
+    fn put(&mut self, name: fmt::Arguments<'_>, value: u64) {
+        self.inner.put(format_args!("{}.{}", self.prefix, name), value);
+    }
+}
+
+/// A sink that keeps the names alone, in report order.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Names(pub Vec<String>);
+
+impl Sink for Names {
+    fn put(&mut self, name: fmt::Arguments<'_>, _: u64) {
+        self.0.push(name.to_string());
+    }
+}
+
 /// Plain per-structure counters (TLBs, PSCs): `accesses` counts lookups (every structure of a
 /// level is probed on each lookup of that level it serves); hits + misses = accesses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -86,10 +108,15 @@ impl std::ops::Sub for StructStats {
     }
 }
 
-/// Report the named `u64` fields of a struct as `{prefix}.{field}`:
-/// `report_fields!(out, "os", self.stats, page_faults, faults_4k)`.
+/// Report the named `u64` fields of a struct as `{prefix}.{field}`, or as
+/// `{prefix}.{name}.{field}` for a named instance:
+/// `report_fields!(out, "os", self.stats, page_faults, faults_4k)`,
+/// `report_fields!(out, "cache", s, name; hits, misses)`.
 #[macro_export]
 macro_rules! report_fields {
+    ($out:expr, $prefix:literal, $s:expr, $name:expr; $($f:ident),* $(,)?) => {{
+        $( $out.put(format_args!(concat!($prefix, ".{}.", stringify!($f)), $name), $s.$f); )*
+    }};
     ($out:expr, $prefix:literal, $s:expr, $($f:ident),* $(,)?) => {{
         $( $out.put(format_args!(concat!($prefix, ".", stringify!($f))), $s.$f); )*
     }};

@@ -327,6 +327,8 @@ fn sim_to_py(e: xlat_core::sim::Error) -> PyErr {
         xlat_core::sim::Error::Trace(e) => to_py(e),
         xlat_core::sim::Error::Sim(e) => SimulationError::new_err(e.to_string()),
         xlat_core::sim::Error::Config(e) => ConfigError::new_err(e.to_string()),
+        // (A bug of xlat's, reported as an error Python can catch, not a panic.)
+        e @ xlat_core::sim::Error::Invariant(_) => SimulationError::new_err(e.to_string()),
     }
 }
 

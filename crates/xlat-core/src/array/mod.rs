@@ -98,6 +98,15 @@ impl SetAssoc {
         }
     }
 
+    /// The configured ways (the most [`SetAssoc::set_active_ways`] accepts).
+    pub fn ways_max(&self) -> usize {
+        if self.lanes != 0 {
+            self.recency.ways_max
+        } else {
+            self.stamped.ways_max
+        }
+    }
+
     /// The shape class: the lanes of a recency row (4, 8, 12 or 16) when the array keeps recency
     /// rows and its set count is a power of two (the set is `index_key & mask`), else 0. Arrays
     /// of one class are probed by the same code with [`SetAssoc::probe_as`] and

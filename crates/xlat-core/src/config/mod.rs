@@ -232,6 +232,26 @@ impl Default for MemoryConfig {
     }
 }
 
+/// Who handles a miss of every TLB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum WalkerKind {
+    /// The x86-64 hardware walker: paging-structure caches, then one load per remaining level.
+    #[default]
+    Radix,
+    /// A software handler (a MIPS-style software-managed TLB): a trap, then one load of the
+    /// leaf entry from a linear page table in kernel virtual space, whose own translation is
+    /// looked up in the TLBs and may miss in turn (a nested miss, handled from the unmapped
+    /// root).
+    Software,
+}
+
+impl WalkerKind {
+    fn is_radix(&self) -> bool {
+        *self == WalkerKind::Radix
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Hash)]
 #[serde(deny_unknown_fields)]
 #[derive(Default)]
@@ -240,6 +260,38 @@ pub struct WalkerConfig {
     #[serde(default)]
     pub first_cache: Option<String>,
     /// Fixed cycles per walk besides its loads (PSC lookup, walker start).
+    #[serde(default)]
+    pub latency: u64,
+    /// `radix` (default) or `software`.
+    #[serde(default, skip_serializing_if = "WalkerKind::is_radix")]
+    pub kind: WalkerKind,
+    /// `software`: cycles of the trap and handler of a miss besides its PTE load (default 9:
+    /// the R3000's fast user-miss handler executes 9 instructions and one load, 10 cycles when
+    /// the load hits the cache; seed 001 section 2.2, Table 2.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trap_cycles: Option<u64>,
+    /// `software`: cycles of the handler of a nested miss (the PTE's page was not in the TLB)
+    /// besides its load (default 555: Table 2.1's L2 miss through the generic trap handler).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nested_trap_cycles: Option<u64>,
+}
+
+/// `walker.trap_cycles` by default (seed 001, Table 2.1).
+pub const DEFAULT_TRAP_CYCLES: u64 = 9;
+/// `walker.nested_trap_cycles` by default (seed 001, Table 2.1, L2 misses).
+pub const DEFAULT_NESTED_TRAP_CYCLES: u64 = 555;
+
+/// A range TLB in the miss path: fully associative, LRU, serving loads, stores and fetches
+/// (RMM's L2 range TLB, seed 000 section 4.3: 32 entries probed in parallel with the L2 TLB).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Hash)]
+#[serde(deny_unknown_fields)]
+pub struct RangeTlbConfig {
+    pub name: String,
+    pub entries: u64,
+    /// The miss-path level it is probed at: 2 probes it with the level-2 page TLBs (in
+    /// parallel); the level after the last page-TLB level probes it after them (in sequence).
+    pub stage: u32,
+    /// Cycles of a hit (the time estimate, as a TLB level's `latency`).
     #[serde(default)]
     pub latency: u64,
 }
@@ -318,6 +370,9 @@ pub struct Config {
     pub tlb: Vec<TlbConfig>,
     #[serde(default)]
     pub psc: Vec<PscConfig>,
+    /// Range TLBs in the miss path (none by default).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub range_tlb: Vec<RangeTlbConfig>,
     #[serde(default)]
     pub walker: WalkerConfig,
     #[serde(default)]
@@ -397,6 +452,22 @@ impl Config {
         for l in 1..=max_level {
             if !self.tlb.iter().any(|t| t.level == l) {
                 return err(format!("config '{c}': no TLB has level {l}, but level {max_level} exists."));
+            }
+        }
+        for (i, r) in self.range_tlb.iter().enumerate() {
+            let w = format!("config '{c}': range_tlb '{}' (range_tlb[{i}])", r.name);
+            if !names.insert(format!("tlb.{}", r.name)) {
+                return err(format!("{w}: the name is used twice (TLB and range TLB names share one space)."));
+            }
+            if !(1..=1024).contains(&r.entries) {
+                return err(format!("{w}: entries = {} must be between 1 and 1024.", r.entries));
+            }
+            if r.stage < 2 || r.stage > max_level + 1 {
+                return err(format!(
+                    "{w}: stage = {} must be between 2 and {} (a level of the miss path: 2 .. one past the last TLB level).",
+                    r.stage,
+                    max_level + 1
+                ));
             }
         }
         for (i, p) in self.psc.iter().enumerate() {

@@ -8,9 +8,10 @@
 //! either takes an empty way or evicts a line, and the evictions of a level in compact rows are
 //! its fills minus the valid lines it holds (counted when the statistics are asked for).
 
+pub mod backend;
 mod cache;
 
-use crate::config::CacheConfig;
+use crate::config::{CacheConfig, Config};
 use cache::Cache;
 use serde::Serialize;
 
@@ -140,6 +141,20 @@ impl Caches {
         self.hist[self.walk_row + hit] += n;
     }
 
+    /// The caches of `cfg`, walk loads starting at `walker.first_cache`.
+    pub fn from_config(cfg: &Config) -> Caches {
+        let mut c = Caches::new(&cfg.cache, cfg.memory.size.0, cfg.memory.dram_latency, cfg.sim.seed);
+        if let Some(n) = &cfg.walker.first_cache {
+            c.set_walk_first(cfg.cache.iter().position(|k| &k.name == n).expect("validated"));
+        }
+        c
+    }
+
+    /// The level page-walk loads start at.
+    pub fn walk_first(&self) -> usize {
+        self.walk_from
+    }
+
     /// The level page-walk loads start at (clamped past the last level: DRAM).
     pub fn set_walk_first(&mut self, from: usize) {
         let n = self.levels.len();
@@ -240,6 +255,16 @@ impl Caches {
                 (c.name.clone(), s)
             })
             .collect()
+    }
+}
+
+impl crate::stats::Counters for Caches {
+    fn counters(&self, out: &mut dyn crate::stats::Sink) {
+        for (name, s) in self.stats() {
+            crate::report_fields!(out, "cache", s, name; accesses, hits, misses, fills, evictions, walk_accesses, walk_hits);
+        }
+        out.put(format_args!("dram.accesses"), self.dram_accesses());
+        out.put(format_args!("dram.walk_accesses"), self.dram_walk_accesses());
     }
 }
 

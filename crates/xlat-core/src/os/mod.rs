@@ -175,6 +175,12 @@ pub struct OsStats {
     pub frames_in_use: u64,
 }
 
+impl crate::stats::Counters for Os {
+    fn counters(&self, out: &mut dyn crate::stats::Sink) {
+        self.stats.counters(out)
+    }
+}
+
 impl crate::stats::Counters for OsStats {
     fn counters(&self, out: &mut dyn crate::stats::Sink) {
         crate::report_fields!(
@@ -593,7 +599,13 @@ impl Os {
 
     /// Handle a page fault at simulated address `va`: find (or infer) the VMA, choose the page
     /// size, allocate and map.
-    pub fn fault(&mut self, va: u64) -> Result<(), SimError> {
+    pub fn fault(&mut self, va: u64, inv: &mut Vec<Invalidation>) -> Result<(), SimError> {
+        let r = self.fault_page(va);
+        inv.append(&mut self.inval);
+        r
+    }
+
+    fn fault_page(&mut self, va: u64) -> Result<(), SimError> {
         self.stats.page_faults += 1;
         let vma = match self.vma_at(va) {
             Some(v) => v,
@@ -650,7 +662,13 @@ impl Os {
     // ------------------------------------------------------------------ syscalls
 
     /// Apply one syscall of the current address space.
-    pub fn syscall(&mut self, s: &Syscall) -> Result<(), SimError> {
+    pub fn syscall(&mut self, s: &Syscall, inv: &mut Vec<Invalidation>) -> Result<(), SimError> {
+        let r = self.syscall_any(s);
+        inv.append(&mut self.inval);
+        r
+    }
+
+    fn syscall_any(&mut self, s: &Syscall) -> Result<(), SimError> {
         self.stats.syscalls += 1;
         let a = s.args;
         let failed = s.ret < 0 && s.ret > -4096;
@@ -827,7 +845,7 @@ impl Os {
             let mut va = addr;
             while va < end {
                 if self.lookup(va).is_none() {
-                    self.fault(va)?;
+                    self.fault_page(va)?;
                 }
                 va += PAGE;
             }
@@ -980,6 +998,31 @@ impl Os {
         self.spaces[self.cur].vmas.values().copied().collect()
     }
 
+    /// The page tables (read-only: for walkers).
+    #[inline(always)]
+    pub fn tables(&self) -> &PageTables {
+        &self.pt
+    }
+
+    /// The translation of `va` in the current space, through the region memo (the walkers'
+    /// software lookup).
+    #[inline(always)]
+    pub fn translate(&mut self, va: u64) -> Option<(u64, PageSize)> {
+        let root = self.root();
+        self.pt.lookup_memo(root, self.levels, va)
+    }
+
+    /// Relocate a run of trace addresses (no side event among them) into `out`.
+    pub fn relocate_run(&mut self, addrs: &[u64], out: &mut Vec<u64>) {
+        out.clear();
+        out.extend(addrs.iter().map(|&a| self.relocate(a)));
+    }
+
+    /// The range translation of the current space covering `va` (none: no range policy yet).
+    pub fn range_of(&self, _va: u64) -> Option<crate::mmu::RangeEntry> {
+        None
+    }
+
     /// Software lookup of the current space's mapping of simulated `va`.
     pub fn lookup(&self, va: u64) -> Option<(u64, PageSize)> {
         self.pt.lookup(self.root(), self.levels, va)
@@ -1014,15 +1057,15 @@ mod tests {
         let mut o = os("thp", None);
         // 5MB anonymous mapping at 1MB past a 2MB boundary: [0x7000_0010_0000, +5MB).
         let a = 0x7000_0010_0000u64;
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 5 << 20, 3, 0x22, u64::MAX, 0], a as i64)).unwrap();
-        o.fault(a).unwrap(); // head: 2MB region sticks out of the VMA -> 4KB
-        o.fault(a + (1 << 20)).unwrap(); // [0x..20_0000, 0x..40_0000) fully inside -> 2MB
+        o.syscall_any(&sys(SyscallKind::Mmap, &[0, 5 << 20, 3, 0x22, u64::MAX, 0], a as i64)).unwrap();
+        o.fault_page(a).unwrap(); // head: 2MB region sticks out of the VMA -> 4KB
+        o.fault_page(a + (1 << 20)).unwrap(); // [0x..20_0000, 0x..40_0000) fully inside -> 2MB
         assert_eq!(o.lookup(a), Some((o.lookup(a).unwrap().0, PageSize::Size4K)));
         assert_eq!(o.lookup(a + (2 << 20)).unwrap().1, PageSize::Size2M);
         assert_eq!((o.stats.faults_4k, o.stats.faults_2m, o.stats.huge_fallbacks), (1, 1, 1));
         // munmap of 4KB inside the 2MB page splits it and frees one frame.
         let (before, tables) = (o.stats.frames_in_use, o.stats.page_table_pages);
-        o.syscall(&sys(SyscallKind::Munmap, &[a + (2 << 20), 4096], 0)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Munmap, &[a + (2 << 20), 4096], 0)).unwrap();
         assert_eq!(o.stats.huge_splits, 1);
         // One frame freed, one page-table page allocated for the 511 remaining 4KB pages.
         assert_eq!(o.stats.page_table_pages, tables + 1);
@@ -1045,7 +1088,7 @@ mod tests {
         let mut o = os("4k", None);
         o.timing = Box::new(Eager);
         let a = 0x7000_0000_0000u64;
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 3 * 4096, 3, 0x22, u64::MAX, 0], a as i64)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Mmap, &[0, 3 * 4096, 3, 0x22, u64::MAX, 0], a as i64)).unwrap();
         assert_eq!(o.stats.page_faults, 3);
         assert!(o.lookup(a + 2 * 4096).is_some());
     }
@@ -1053,14 +1096,14 @@ mod tests {
     #[test]
     fn brk_grows_and_shrinks_the_heap_vma() {
         let mut o = os("4k", None);
-        o.syscall(&sys(SyscallKind::Brk, &[0], 0x5555_0000_0000)).unwrap();
-        o.syscall(&sys(SyscallKind::Brk, &[0x5555_0002_1000], 0x5555_0002_1000)).unwrap();
-        o.syscall(&sys(SyscallKind::Brk, &[0x5555_0004_0800], 0x5555_0004_0800)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Brk, &[0], 0x5555_0000_0000)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Brk, &[0x5555_0002_1000], 0x5555_0002_1000)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Brk, &[0x5555_0004_0800], 0x5555_0004_0800)).unwrap();
         let v = o.vmas();
         assert_eq!(v.len(), 1);
         assert_eq!((v[0].start, v[0].end, v[0].kind), (0x5555_0000_0000, 0x5555_0004_1000, VmaKind::Heap));
-        o.fault(0x5555_0004_0000).unwrap();
-        o.syscall(&sys(SyscallKind::Brk, &[0x5555_0001_0000], 0x5555_0001_0000)).unwrap();
+        o.fault_page(0x5555_0004_0000).unwrap();
+        o.syscall_any(&sys(SyscallKind::Brk, &[0x5555_0001_0000], 0x5555_0001_0000)).unwrap();
         assert_eq!(o.vmas()[0].end, 0x5555_0001_0000);
         assert_eq!(o.lookup(0x5555_0004_0000), None);
         assert_eq!(
@@ -1073,26 +1116,26 @@ mod tests {
     fn mosaic_relocates_pools_and_honours_windows() {
         let layout = "version = 1\n[heap]\nsize = \"2GiB\"\nwindows = [ { offset = \"1GiB\", length = \"1GiB\", page = \"1GB\" } ]\n[anon]\nsize = \"1GiB\"\nwindows = [ { offset = \"2MiB\", length = \"4MiB\", page = \"2MB\" } ]\n";
         let mut o = os("mosaic", Some(layout));
-        o.syscall(&sys(SyscallKind::Brk, &[0], 0x5555_5556_0000)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Brk, &[0], 0x5555_5556_0000)).unwrap();
         assert_eq!(o.relocate(0x5555_5556_0010), HEAP_POOL_BASE + 0x10);
         let g = o.relocate(0x5555_5556_0000 + (1 << 30) + 5);
-        o.fault(g).unwrap();
+        o.fault_page(g).unwrap();
         assert_eq!(o.lookup(g).unwrap().1, PageSize::Size1G);
         // Two anonymous mappings: first fit gives offsets 0 and 3MiB.
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 3 << 20, 3, 0x22, u64::MAX, 0], 0x7f00_0000_0000)).unwrap();
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 8 << 20, 3, 0x22, u64::MAX, 0], 0x7e00_0000_0000)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Mmap, &[0, 3 << 20, 3, 0x22, u64::MAX, 0], 0x7f00_0000_0000)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Mmap, &[0, 8 << 20, 3, 0x22, u64::MAX, 0], 0x7e00_0000_0000)).unwrap();
         assert_eq!(o.relocate(0x7f00_0000_1000), ANON_POOL_BASE + 0x1000);
         assert_eq!(o.relocate(0x7e00_0000_0000), ANON_POOL_BASE + (3 << 20));
         let w = o.relocate(0x7f00_0000_0000 + (2 << 20)); // offset 2MiB: in the 2MB window
-        o.fault(w).unwrap();
+        o.fault_page(w).unwrap();
         assert_eq!(o.lookup(w).unwrap().1, PageSize::Size2M);
         let n = o.relocate(0x7e00_0000_0000 + (4 << 20)); // offset 7MiB: 4KB
-        o.fault(n).unwrap();
+        o.fault_page(n).unwrap();
         assert_eq!(o.lookup(n).unwrap().1, PageSize::Size4K);
         // Free the first mapping; a 1MiB mapping reuses offset 0.
-        o.syscall(&sys(SyscallKind::Munmap, &[0x7f00_0000_0000, 3 << 20], 0)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Munmap, &[0x7f00_0000_0000, 3 << 20], 0)).unwrap();
         assert_eq!(o.lookup(w).unwrap().1, PageSize::Size2M, "huge pages stay in the pool");
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 1 << 20, 3, 0x22, u64::MAX, 0], 0x7d00_0000_0000)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Mmap, &[0, 1 << 20, 3, 0x22, u64::MAX, 0], 0x7d00_0000_0000)).unwrap();
         assert_eq!(o.relocate(0x7d00_0000_0000), ANON_POOL_BASE);
         assert_eq!(o.relocate(0x7f00_0000_0000), 0x7f00_0000_0000, "unmapped: identity");
     }
@@ -1111,9 +1154,10 @@ mod tests {
         let cfg = Config::build("t", text, &sets, Some(Layout::from_toml("l", layout).unwrap())).unwrap();
         let mut o = Os::new(&cfg).unwrap();
         // The allocator's reservation of the heap pool: 1GiB of slack, then the slack trimmed.
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 3 << 30, 0, 0x4022, u64::MAX, 0], (heap - (1 << 29)) as i64)).unwrap();
-        o.syscall(&sys(SyscallKind::Munmap, &[heap - (1 << 29), 1 << 29], 0)).unwrap();
-        o.syscall(&sys(SyscallKind::Brk, &[0], 0x5555_5556_0000)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Mmap, &[0, 3 << 30, 0, 0x4022, u64::MAX, 0], (heap - (1 << 29)) as i64))
+            .unwrap();
+        o.syscall_any(&sys(SyscallKind::Munmap, &[heap - (1 << 29), 1 << 29], 0)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Brk, &[0], 0x5555_5556_0000)).unwrap();
         assert_eq!(o.relocate(heap + 0x10), heap + 0x10, "no relocation");
         for (va, want) in [
             (heap + 0x1000, PageSize::Size4K),
@@ -1123,26 +1167,26 @@ mod tests {
             (anon + (4 << 20), PageSize::Size4K),
             (0x5555_5556_0000, PageSize::Size4K),
         ] {
-            o.fault(va).unwrap();
+            o.fault_page(va).unwrap();
             assert_eq!(o.lookup(va).unwrap().1, want, "{va:#x}");
         }
         assert!(o.vmas().iter().any(|v| v.start == heap && v.end == heap + (2 << 30)), "the heap pool VMA is whole");
         // THP advice on pool memory (older allocators passed NumPy's through) frees nothing.
-        o.syscall(&sys(SyscallKind::Madvise, &[heap, 16 << 20, 14], 0)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Madvise, &[heap, 16 << 20, 14], 0)).unwrap();
         assert_eq!(o.lookup(heap + 0x1000).unwrap().1, PageSize::Size4K);
         // The allocator returns heap memory (DONTNEED): 4KB pages go, huge pages and the pool stay.
-        o.syscall(&sys(SyscallKind::Madvise, &[heap, 16 << 20, 4], 0)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Madvise, &[heap, 16 << 20, 4], 0)).unwrap();
         assert_eq!(o.lookup(heap + 0x1000), None);
         assert_eq!(o.lookup(heap + (5 << 20)).unwrap().1, PageSize::Size2M);
         // A file mapped into the file pool (MAP_FIXED) keeps the pool VMA.
-        o.syscall(&sys(SyscallKind::Mmap, &[file, 1 << 20, 1, 0x12, 3, 0], file as i64)).unwrap();
-        o.fault(file + 4096).unwrap();
+        o.syscall_any(&sys(SyscallKind::Mmap, &[file, 1 << 20, 1, 0x12, 3, 0], file as i64)).unwrap();
+        o.fault_page(file + 4096).unwrap();
         assert!(o.vmas().iter().any(|v| v.start == file && v.end == file + (1 << 30)));
         assert_eq!(o.stats.pool_overflows, 0);
         // Outside the pools, mappings behave as without a layout.
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 1 << 20, 3, 0x22, u64::MAX, 0], 0x7f00_0000_0000)).unwrap();
-        o.fault(0x7f00_0000_1000).unwrap();
-        o.syscall(&sys(SyscallKind::Munmap, &[0x7f00_0000_0000, 1 << 20], 0)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Mmap, &[0, 1 << 20, 3, 0x22, u64::MAX, 0], 0x7f00_0000_0000)).unwrap();
+        o.fault_page(0x7f00_0000_1000).unwrap();
+        o.syscall_any(&sys(SyscallKind::Munmap, &[0x7f00_0000_0000, 1 << 20], 0)).unwrap();
         assert_eq!(o.lookup(0x7f00_0000_1000), None);
     }
 
@@ -1187,18 +1231,18 @@ mod tests {
         let mut o = os("4k", None);
         let h = 0x7000_0000_0000u64;
         // MAP_HUGETLB | MAP_HUGE_1GB
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 1 << 30, 3, 0x22 | 0x40000 | (30 << 26), u64::MAX, 0], h as i64))
+        o.syscall_any(&sys(SyscallKind::Mmap, &[0, 1 << 30, 3, 0x22 | 0x40000 | (30 << 26), u64::MAX, 0], h as i64))
             .unwrap();
-        o.fault(h + 12345).unwrap();
+        o.fault_page(h + 12345).unwrap();
         assert_eq!(o.lookup(h).unwrap().1, PageSize::Size1G);
         let a = 0x7100_0000_0000u64;
-        o.syscall(&sys(SyscallKind::Mmap, &[0, 1 << 20, 3, 0x22, u64::MAX, 0], a as i64)).unwrap();
-        o.fault(a).unwrap();
+        o.syscall_any(&sys(SyscallKind::Mmap, &[0, 1 << 20, 3, 0x22, u64::MAX, 0], a as i64)).unwrap();
+        o.fault_page(a).unwrap();
         let pfn = o.lookup(a).unwrap().0;
-        o.syscall(&sys(SyscallKind::Mremap, &[a, 1 << 20, 2 << 20, 1, 0], 0x7200_0000_0000)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Mremap, &[a, 1 << 20, 2 << 20, 1, 0], 0x7200_0000_0000)).unwrap();
         assert_eq!(o.lookup(a), None);
         assert_eq!(o.lookup(0x7200_0000_0000), Some((pfn, PageSize::Size4K)), "frames move with the mapping");
-        o.syscall(&sys(SyscallKind::Madvise, &[0x7200_0000_0000, 4096, 4], 0)).unwrap();
+        o.syscall_any(&sys(SyscallKind::Madvise, &[0x7200_0000_0000, 4096, 4], 0)).unwrap();
         assert_eq!(o.lookup(0x7200_0000_0000), None);
     }
 }

@@ -1,36 +1,12 @@
-//! The MMU model's structures: TLBs (any number of levels, split or unified, per-size index
-//! bits) and paging-structure caches. The walker that ties them to the page tables and the
-//! memory model is in `sim.rs`, inside the hot loop.
-//!
-//! Thesis chapter 2 (TLBs, MMU caches) and Table 5.1: split L1 TLBs per page size, a unified L2
-//! holding 4KB and 2MB entries; Intel SDM vol. 3 4.10.3 for the paging-structure caches.
+//! A TLB: any number of sets and ways, one or several page sizes (each indexed by its own VPN
+//! bits), optional splintering of larger pages (thesis chapter 2; Table 5.1: split L1 TLBs per
+//! page size, a unified L2 holding 4KB and 2MB entries).
 
+use super::keys::{key_range, tlb_key, VPN_BITS, VPN_MASK};
 use crate::array::SetAssoc;
-use crate::config::{PscConfig, Role, TlbConfig};
-pub use crate::stats::StructStats;
+use crate::config::{Role, TlbConfig};
+use crate::stats::StructStats;
 use crate::units::PageSize;
-
-/// Bits of the VPN kept in a key (57-bit VAs have 45-bit 4KB VPNs).
-pub const VPN_BITS: u32 = 46;
-pub const VPN_MASK: u64 = (1 << VPN_BITS) - 1;
-
-/// Address-space tag of a key (0 when ASIDs are off: the TLB is flushed on a switch).
-#[inline(always)]
-pub fn asid_tag(asid: u32) -> u64 {
-    ((asid as u64) & 0xffff) << 48
-}
-
-/// TLB key: VPN of the entry's page size, the size, and the ASID tag.
-#[inline(always)]
-pub fn tlb_key(va: u64, size: PageSize, tag: u64) -> u64 {
-    ((va >> size.shift()) & VPN_MASK) | ((size as u64) << VPN_BITS) | tag
-}
-
-/// The page (start, size, asid tag) a key covers.
-pub fn key_range(key: u64) -> (u64, u64, u64) {
-    let size = PageSize::from_index(((key >> VPN_BITS) & 3) as usize);
-    ((key & VPN_MASK) << size.shift(), size.bytes(), key & !((1 << 48) - 1))
-}
 
 #[derive(Debug, Clone)]
 pub struct Tlb {
@@ -43,10 +19,9 @@ pub struct Tlb {
     pub splinter: bool,
     pub latency: u64,
     pub arr: SetAssoc,
-    pub hits: u64,
-    pub fills: u64,
-    pub evictions: u64,
-    pub invalidations: u64,
+    /// Hits, fills, evictions and invalidations (accesses and misses follow from the lookups of
+    /// the TLB's level, which the MMU counts).
+    pub stats: StructStats,
     /// Valid entries of each page size. A size with none cannot hit, so its probe is skipped
     /// (exact: a miss changes no state). Like the mask of seed 000 section 5.3.1 that enables
     /// the 2MB and 1GB TLBs only once such an entry was fetched, minus its energy accounting.
@@ -67,10 +42,7 @@ impl Tlb {
             splinter: c.splinter,
             latency: c.latency,
             arr: SetAssoc::new(c.entries as usize, c.ways as usize, c.replacement, seed),
-            hits: 0,
-            fills: 0,
-            evictions: 0,
-            invalidations: 0,
+            stats: StructStats::default(),
             present: [0; 4],
         }
     }
@@ -124,7 +96,7 @@ impl Tlb {
             unsafe { self.arr.probe_as::<false>(lanes, key & VPN_MASK, key) }
         };
         if r.1.is_some() {
-            self.hits += 1;
+            self.stats.hits += 1;
         }
         r
     }
@@ -174,7 +146,7 @@ impl Tlb {
         // A splintered entry covers the smaller page containing `va`.
         let pfn = if s == size { pfn } else { pfn + (((va & (size.bytes() - 1)) >> 12) & !((s.bytes() >> 12) - 1)) };
         let key = tlb_key(va, s, tag);
-        self.fills += 1;
+        self.stats.fills += 1;
         let mut flipped = self.present[s as usize] == 0;
         self.present[s as usize] += 1;
         let (set, evicted) = if KNOWN {
@@ -185,7 +157,7 @@ impl Tlb {
             unsafe { self.arr.fill_as::<false>(lanes, key & VPN_MASK, key, pfn) }
         };
         if let Some((old, _)) = evicted {
-            self.evictions += 1;
+            self.stats.evictions += 1;
             let n = &mut self.present[((old >> VPN_BITS) & 3) as usize];
             *n -= 1;
             flipped |= *n == 0;
@@ -196,7 +168,7 @@ impl Tlb {
     /// Invalidate entries overlapping [start, end) of address-space `tag` (any tag if `None`).
     pub fn invalidate(&mut self, start: u64, end: u64, tag: Option<u64>) {
         let present = &mut self.present;
-        self.invalidations += self.arr.invalidate_if(|k| {
+        self.stats.invalidations += self.arr.invalidate_if(|k| {
             let (s, len, t) = key_range(k);
             let hit = s < end && start < s + len && tag.is_none_or(|x| x == t);
             if hit {
@@ -207,74 +179,22 @@ impl Tlb {
     }
 
     pub fn flush(&mut self) {
-        self.invalidations += self.arr.clear();
+        self.stats.invalidations += self.arr.clear();
         self.present = [0; 4];
     }
-}
 
-/// A paging-structure cache: entries of one page-table level, tagged by the VA bits that select
-/// them, holding the table the entry points to.
-#[derive(Debug, Clone)]
-pub struct Psc {
-    pub name: String,
-    /// Page-table level whose entries it caches (2 = PDE ... 5 = PML5E).
-    pub table_level: usize,
-    /// VA bits below what selects an entry (`12 + 9 * (table_level - 1)`).
-    shift: u32,
-    pub arr: SetAssoc,
-    pub stats: StructStats,
-}
-
-impl Psc {
-    pub fn new(c: &PscConfig, seed: u64) -> Psc {
-        Psc {
-            name: c.name.clone(),
-            table_level: c.caches.table_level(),
-            shift: 12 + 9 * (c.caches.table_level() as u32 - 1),
-            arr: SetAssoc::new(c.entries as usize, c.ways as usize, c.replacement, seed),
-            stats: StructStats::default(),
-        }
+    /// The configured ways.
+    pub fn ways_max(&self) -> usize {
+        self.arr.ways_max()
     }
 
-    /// Key: the VA bits above what the entry's child table covers.
-    #[inline(always)]
-    pub fn key(&self, va: u64, tag: u64) -> u64 {
-        (va >> self.shift) | tag
-    }
-
-    /// The table cached for `va`'s prefix, if any; `lanes` is 0 or the array's class (a
-    /// constant after inlining: the row code of that width only).
-    ///
-    /// # Safety
-    /// `lanes` is 0 or [`SetAssoc::class`] of `self.arr`.
-    #[inline(always)]
-    pub unsafe fn lookup(&mut self, lanes: usize, va: u64, tag: u64) -> Option<u32> {
-        let k = self.key(va, tag);
-        self.stats.accesses += 1;
-        // SAFETY: by the contract.
-        let r = unsafe { self.arr.probe_as::<true>(lanes, k & VPN_MASK, k) }.1.map(|t| t as u32);
-        if r.is_some() {
-            self.stats.hits += 1;
-        }
-        r
-    }
-
-    /// Cache `table` for `va`'s prefix (the caller knows it is absent).
-    ///
-    /// # Safety
-    /// As [`Psc::lookup`].
-    #[inline(always)]
-    pub unsafe fn fill(&mut self, lanes: usize, va: u64, tag: u64, table: u32) {
-        let k = self.key(va, tag);
-        self.stats.fills += 1;
-        // SAFETY: by the contract.
-        if unsafe { self.arr.fill_as::<true>(lanes, k & VPN_MASK, k, table as u64) }.1.is_some() {
-            self.stats.evictions += 1;
-        }
-    }
-
-    pub fn flush(&mut self) {
-        self.stats.invalidations += self.arr.clear();
+    /// Use `ways` of the configured ways from now on (way-disabling designs); entries that no
+    /// longer fit are invalidated (see [`SetAssoc::set_active_ways`]). Returns how many.
+    pub fn set_active_ways(&mut self, ways: usize) -> u64 {
+        let present = &mut self.present;
+        let n = self.arr.set_active_ways(ways, |k| present[((k >> VPN_BITS) & 3) as usize] -= 1);
+        self.stats.invalidations += n;
+        n
     }
 }
 
@@ -282,6 +202,7 @@ impl Psc {
 mod tests {
     use super::*;
     use crate::array::Replacement;
+    use crate::mmu::keys::asid_tag;
 
     fn tlb(entries: u64, ways: u64, sizes: &[PageSize]) -> Tlb {
         Tlb::new(
@@ -317,7 +238,7 @@ mod tests {
             t.fill(v << 12, PageSize::Size4K, v, 0);
         }
         assert_eq!(t.lookup(0x5000, 0), None);
-        assert_eq!(t.evictions, 1);
+        assert_eq!(t.stats.evictions, 1);
         // A different ASID tag does not hit.
         assert_eq!(t.lookup(0x9000, asid_tag(3)), None);
     }
@@ -328,9 +249,9 @@ mod tests {
         for v in 0..96 * 16u64 {
             t.fill(v << 12, PageSize::Size4K, v, 0);
         }
-        assert_eq!(t.evictions, 0, "1536 consecutive pages fill 96 sets of 16 exactly");
+        assert_eq!(t.stats.evictions, 0, "1536 consecutive pages fill 96 sets of 16 exactly");
         t.fill((96 * 16) << 12, PageSize::Size4K, 0, 0);
-        assert_eq!(t.evictions, 1);
+        assert_eq!(t.stats.evictions, 1);
         let mut s = tlb(8, 8, &[PageSize::Size2M]);
         s.splinter = true;
         // A 1GB page at frame 0x40000 seen at VA 1GB+6MB+5: a 2MB entry for 1GB+6MB.
@@ -346,7 +267,7 @@ mod tests {
         t.fill(0x40_1000, PageSize::Size4K, 9, 0);
         t.fill(0x40_2000, PageSize::Size4K, 9, 0);
         t.invalidate(0x3f_f000, 0x40_2000, None); // overlaps the 2MB page and 0x40_1000
-        assert_eq!(t.invalidations, 2);
+        assert_eq!(t.stats.invalidations, 2);
         assert_eq!(t.lookup(0x40_2000, 0), Some((9, PageSize::Size4K)));
     }
 }

@@ -1,0 +1,197 @@
+//! The memory backend: what an access that missed every cache level costs. Today's single DRAM
+//! ([`Dram`]: the constant `memory.dram_latency`, which the caches already return) or several
+//! memory kinds ([`MemoryKinds`]: DRAM and NVM, say), each a zone of physical memory with its
+//! own read and write latency and energy, chosen by the frame's address (the OS model allocates
+//! frames from the same zones: `memory.kinds`).
+//!
+//! Write-backs from the caches are not modelled (the caches keep no dirty state): a store that
+//! misses every level counts as a write of its memory kind.
+
+use crate::stats::{Counters, Sink};
+use std::collections::BTreeMap;
+use xlat_trace::SideBody;
+
+/// What an access that missed every cache level costs.
+pub trait Backend: Counters + Send {
+    /// The latency of an access at physical address `pa` that missed every cache level
+    /// (`write`: a store; `walk`: a page-walk load); `dram` is the single DRAM latency the
+    /// caches assume (`memory.dram_latency`).
+    fn access(&mut self, pa: u64, write: bool, walk: bool, dram: u64) -> u64;
+    /// Figures derived from the counts (dynamic energy), added to the result's derived metrics.
+    fn derived(&self, _out: &mut BTreeMap<String, f64>) {}
+    fn side(&mut self, _body: &SideBody) {}
+}
+
+/// One DRAM behind the caches: the caches' own latency; counted by the caches (`dram.*`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Dram;
+
+impl Backend for Dram {
+    #[inline(always)]
+    fn access(&mut self, _: u64, _: bool, _: bool, dram: u64) -> u64 {
+        dram
+    }
+}
+
+impl Counters for Dram {
+    fn counters(&self, _: &mut dyn Sink) {}
+}
+
+/// One memory kind: a zone of physical memory and its costs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KindSpec {
+    pub name: String,
+    pub bytes: u64,
+    pub read_latency: u64,
+    pub write_latency: u64,
+    pub read_energy_pj: f64,
+    pub write_energy_pj: f64,
+    pub static_power_mw: f64,
+}
+
+#[derive(Debug, Clone)]
+struct Kind {
+    spec: KindSpec,
+    /// First physical address past the zone.
+    end: u64,
+    reads: u64,
+    writes: u64,
+    walk_reads: u64,
+}
+
+/// Several memory kinds, each a zone in address order from physical address 0.
+#[derive(Debug, Clone)]
+pub struct MemoryKinds {
+    kinds: Vec<Kind>,
+}
+
+impl MemoryKinds {
+    pub fn new(specs: &[KindSpec]) -> MemoryKinds {
+        let mut end = 0;
+        let kinds = specs
+            .iter()
+            .map(|s| {
+                end += s.bytes;
+                Kind { spec: s.clone(), end, reads: 0, writes: 0, walk_reads: 0 }
+            })
+            .collect();
+        MemoryKinds { kinds }
+    }
+
+    /// The kind of physical address `pa` (the last kind for addresses past every zone).
+    #[inline]
+    fn kind_of(&self, pa: u64) -> usize {
+        self.kinds.iter().position(|k| pa < k.end).unwrap_or(self.kinds.len() - 1)
+    }
+}
+
+impl Backend for MemoryKinds {
+    #[inline]
+    fn access(&mut self, pa: u64, write: bool, walk: bool, _: u64) -> u64 {
+        let i = self.kind_of(pa);
+        let k = &mut self.kinds[i];
+        if write {
+            k.writes += 1;
+            k.spec.write_latency
+        } else {
+            k.reads += 1;
+            k.walk_reads += walk as u64;
+            k.spec.read_latency
+        }
+    }
+
+    /// Dynamic energy per kind (static energy needs a run time in seconds, which the additive
+    /// time estimate in cycles does not give without a clock: left to the energy model).
+    fn derived(&self, out: &mut BTreeMap<String, f64>) {
+        for k in &self.kinds {
+            let s = &k.spec;
+            let dynamic = k.reads as f64 * s.read_energy_pj + k.writes as f64 * s.write_energy_pj;
+            out.insert(format!("memory.{}.dynamic_energy_nj", s.name), dynamic / 1e3);
+        }
+    }
+}
+
+impl Counters for MemoryKinds {
+    fn counters(&self, out: &mut dyn Sink) {
+        for k in &self.kinds {
+            let n = &k.spec.name;
+            out.put(format_args!("memory.{n}.reads"), k.reads);
+            out.put(format_args!("memory.{n}.writes"), k.writes);
+            out.put(format_args!("memory.{n}.walk_reads"), k.walk_reads);
+        }
+    }
+}
+
+/// The backend `cfg` describes: one DRAM unless `memory.kinds` names several memory kinds.
+pub fn from_config(_cfg: &crate::config::Config) -> AnyBackend {
+    AnyBackend::Dram(Dram)
+}
+
+/// The backend of a configuration, chosen at run time (the general loop).
+#[derive(Debug, Clone)]
+pub enum AnyBackend {
+    Dram(Dram),
+    Kinds(MemoryKinds),
+}
+
+impl Backend for AnyBackend {
+    #[inline]
+    fn access(&mut self, pa: u64, write: bool, walk: bool, dram: u64) -> u64 {
+        match self {
+            AnyBackend::Dram(d) => d.access(pa, write, walk, dram),
+            AnyBackend::Kinds(k) => k.access(pa, write, walk, dram),
+        }
+    }
+    fn derived(&self, out: &mut BTreeMap<String, f64>) {
+        if let AnyBackend::Kinds(k) = self {
+            k.derived(out)
+        }
+    }
+}
+
+impl Counters for AnyBackend {
+    fn counters(&self, out: &mut dyn Sink) {
+        if let AnyBackend::Kinds(k) = self {
+            k.counters(out)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, bytes: u64, r: u64, w: u64) -> KindSpec {
+        KindSpec {
+            name: name.into(),
+            bytes,
+            read_latency: r,
+            write_latency: w,
+            read_energy_pj: 10.0,
+            write_energy_pj: 20.0,
+            static_power_mw: 1.0,
+        }
+    }
+
+    #[test]
+    fn each_address_costs_its_kind() {
+        let mut m = MemoryKinds::new(&[spec("dram", 1 << 30, 200, 200), spec("nvm", 8 << 30, 600, 1200)]);
+        assert_eq!(m.access(0, false, true, 1), 200);
+        assert_eq!(m.access((1 << 30) - 64, true, false, 1), 200);
+        assert_eq!(m.access(1 << 30, false, false, 1), 600);
+        assert_eq!(m.access(5 << 30, true, false, 1), 1200);
+        let mut c = crate::stats::Named::default();
+        m.counters(&mut c);
+        let want = [("dram", 1, 1, 1), ("nvm", 1, 1, 0)];
+        for (n, r, w, wr) in want {
+            assert_eq!(c.0[&format!("memory.{n}.reads")], r);
+            assert_eq!(c.0[&format!("memory.{n}.writes")], w);
+            assert_eq!(c.0[&format!("memory.{n}.walk_reads")], wr);
+        }
+        let mut d = BTreeMap::new();
+        m.derived(&mut d);
+        assert_eq!(d["memory.nvm.dynamic_energy_nj"], 0.03);
+        assert_eq!(d["memory.dram.dynamic_energy_nj"], 0.03);
+        assert_eq!(Dram.access(123, true, true, 77), 77);
+    }
+}

@@ -1,0 +1,574 @@
+//! The MMU model: page TLBs (any number of levels, split or unified, per-size index bits),
+//! range TLBs in the miss path, the memo of first-level hits, the routes that say what each
+//! access probes and fills, invalidation, and the miss handlers ([`walker`]: the radix hardware
+//! walker with its paging-structure caches, or a software handler). The MMU asks the OS model
+//! for translations; it owns no policy.
+//!
+//! Thesis (seed 000) chapter 2 (TLBs, MMU caches) and Table 5.1: split L1 TLBs per page size, a
+//! unified L2 holding 4KB and 2MB entries; Intel SDM vol. 3 4.10.3 for the paging-structure
+//! caches.
+//!
+//! The per-access path (`probe_first`, `probe_deep`, `fill_above`) is `#[inline(always)]`: the
+//! simulator's loop compiles it with the structures' geometry ([`Lanes`]) as constants.
+
+pub mod keys;
+mod memo;
+pub mod psc;
+pub mod range;
+mod route;
+pub mod tlb;
+pub mod walker;
+
+use crate::config::Config;
+use crate::os::Invalidation;
+use crate::stats::{Counters, Sink, StructStats};
+use crate::units::PageSize;
+pub use keys::{asid_tag, key_range, tlb_key, VPN_BITS, VPN_MASK};
+use memo::{Memo, MemoHit};
+pub use psc::Psc;
+pub use range::{RangeEntry, RangeTlb};
+use route::{Probe, Routes};
+pub use tlb::Tlb;
+
+/// The geometry a copy of the simulator's loop is compiled for: the class
+/// ([`crate::array::SetAssoc::class`]) of the first-level data and instruction TLBs, of the
+/// deeper TLBs that hold 4KB pages and of the paging-structure caches, and the lanes of the
+/// three cache levels walk loads go through. All 0: any geometry (the general code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lanes {
+    pub l1d: usize,
+    pub l1i: usize,
+    pub l2: usize,
+    pub psc: usize,
+    pub caches: [u32; 3],
+}
+
+impl Lanes {
+    pub const ANY: Lanes = Lanes { l1d: 0, l1i: 0, l2: 0, psc: 0, caches: [0; 3] };
+}
+
+/// A geometry as a type, so that a copy of the loop (and every function it calls that is not
+/// inlined) is compiled with its lanes as constants. `sim/shape.rs` defines the shapes and
+/// decides which one a configuration runs.
+pub trait Shape {
+    const LANES: Lanes;
+}
+
+/// The TLBs of one simulated core and what routes accesses through them.
+pub struct Mmu {
+    memo: Memo,
+    /// Whether the memo is in use (see [`Mmu::set_memo`]).
+    memo_on: bool,
+    tlbs: Vec<Tlb>,
+    /// Range TLBs, each with its configured stage (1-based level).
+    ranges: Vec<(RangeTlb, u32)>,
+    routes: Routes,
+    /// `routes.fast` and `routes.deep` without the probes of page sizes their TLB holds no
+    /// entry of (such a probe misses and changes nothing). Rebuilt when a size's count goes to
+    /// or from zero, and after every invalidation or flush.
+    fast_live: [Vec<Probe>; 2],
+    deep_live: [Vec<Probe>; 2],
+    /// First-level misses per role.
+    l1_misses: [u64; 2],
+    /// Lookups by miss handlers' own loads ([`Mmu::translate_nested`]) not yet counted.
+    nested_lookups: [u64; 2],
+    /// Per role and route level: lookups (level 0 counted per range from the accesses, the
+    /// others derived: every miss of a level is a lookup of the next) and hits.
+    lookups: [Vec<u64>; 2],
+    level_hits: [Vec<u64>; 2],
+    /// Per configured level: the slowest structure's hit latency (the time estimate).
+    level_latency: Vec<u64>,
+    /// Invalidation requests performed (`shootdowns.range`).
+    shootdowns: u64,
+    /// Address-space tag of the current address space (0 without ASIDs).
+    tag: u64,
+    asid_mode: bool,
+}
+
+impl Mmu {
+    pub fn new(cfg: &Config) -> Mmu {
+        let seed = cfg.sim.seed;
+        let tlbs: Vec<Tlb> = cfg
+            .tlb
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Tlb::new(c, seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9)))
+            .collect();
+        let ranges: Vec<(RangeTlb, u32)> = cfg.range_tlb.iter().map(|c| (RangeTlb::new(c), c.stage)).collect();
+        let routes = Routes::new(&tlbs, &ranges);
+        let nlev = tlbs.iter().map(|t| t.level + 1).chain(ranges.iter().map(|r| r.1 as usize)).max().unwrap_or(0);
+        let level_latency: Vec<u64> = (0..nlev)
+            .map(|l| {
+                let pages = tlbs.iter().filter(|t| t.level == l).map(|t| t.latency);
+                let rs = ranges.iter().filter(|r| r.1 as usize == l + 1).map(|r| r.0.latency);
+                pages.chain(rs).max().unwrap_or(0)
+            })
+            .collect();
+        let mut m = Mmu {
+            memo: Memo::EMPTY,
+            memo_on: true,
+            lookups: [vec![0; routes.levels(0)], vec![0; routes.levels(1)]],
+            level_hits: [vec![0; routes.levels(0)], vec![0; routes.levels(1)]],
+            fast_live: [Vec::new(), Vec::new()],
+            deep_live: [Vec::new(), Vec::new()],
+            l1_misses: [0; 2],
+            nested_lookups: [0; 2],
+            tlbs,
+            ranges,
+            routes,
+            level_latency,
+            shootdowns: 0,
+            tag: 0,
+            asid_mode: cfg.os.asid,
+        };
+        m.live_probes();
+        m
+    }
+
+    /// Rebuild `fast_live` and `deep_live` from the TLBs' entry counts per size.
+    #[cold]
+    fn live_probes(&mut self) {
+        let tlbs = &self.tlbs;
+        let live =
+            |v: &Vec<Probe>| v.iter().copied().filter(|p| tlbs[p.tlb as usize].present[p.size as usize] > 0).collect();
+        self.fast_live = [live(&self.routes.fast[0]), live(&self.routes.fast[1])];
+        self.deep_live = [live(&self.routes.deep[0]), live(&self.routes.deep[1])];
+    }
+
+    /// Whether every page TLB the loop of geometry `lanes` probes unchecked has its class: the
+    /// TLBs of each role's first route level (whatever their configured level); and the deeper
+    /// TLBs that hold 4KB pages are of class `lanes.l2` (they are checked per use anyway, so
+    /// this only keeps configurations that would fall back on every walk in the general loop).
+    pub fn has_lanes(&self, lanes: Lanes) -> bool {
+        self.ranges.is_empty()
+            && (0..2).all(|r| {
+                let first = if r == 0 { lanes.l1d } else { lanes.l1i };
+                self.routes.tlbs[r].iter().enumerate().all(|(l, ts)| {
+                    ts.iter().all(|&t| {
+                        let (tlb, c) = (&self.tlbs[t], self.tlbs[t].arr.class());
+                        if l == 0 {
+                            c == first
+                        } else {
+                            c == lanes.l2 || !tlb.sizes.contains(&PageSize::Size4K)
+                        }
+                    })
+                })
+            })
+    }
+
+    /// Whether role `r` has first-level TLBs (else its accesses are untranslated).
+    #[inline(always)]
+    pub fn translates(&self, r: usize) -> bool {
+        !self.routes.fast[r].is_empty()
+    }
+
+    /// The current address-space tag.
+    #[inline(always)]
+    pub fn tag(&self) -> u64 {
+        self.tag
+    }
+
+    // ------------------------------------------------------------------ the per-access path
+
+    /// The memo's translation of `va` for role bit `rbit` (counting the hit), if it holds it.
+    #[inline(always)]
+    pub fn memo_hit(&mut self, va: u64, rbit: u64) -> Option<(u64, u8)> {
+        let j = self.memo.find(va, rbit)?;
+        let h = self.memo.hit[j];
+        self.memo.hits[j] += 1;
+        Some((h.pfn, h.size))
+    }
+
+    /// Probe role `r`'s first-level TLBs for `va`, whose class is `lanes` (0: any); on a hit,
+    /// enter the memo (if `MEMO`) and return (frame, page size index).
+    #[inline(always)]
+    pub fn probe_first<const MEMO: bool>(&mut self, lanes: usize, r: usize, va: u64) -> Option<(u64, u8)> {
+        let (tag, rbit) = (self.tag, (r as u64) << 63);
+        for k in 0..self.fast_live[r].len() {
+            let p = self.fast_live[r][k];
+            let tlb = &mut self.tlbs[p.tlb as usize];
+            // SAFETY: `lanes` is 0 or the shape's class of role `r`'s first route level, which
+            // the caller's `has_lanes` checked for every TLB of that level before its loop was
+            // chosen (classes never change).
+            if let (set, Some(pfn)) = unsafe { tlb.probe_as::<true>(lanes, va, p.shift, p.size_bits, tag) } {
+                if MEMO {
+                    let h = MemoHit { tlb: p.tlb, set: set as u32, size: p.size, pfn };
+                    self.memo.insert(&mut self.tlbs, va, rbit, p.shift, h);
+                }
+                return Some((pfn, p.size));
+            }
+        }
+        None
+    }
+
+    /// Count a first-level miss of role `r`.
+    #[inline(always)]
+    pub fn count_first_miss(&mut self, r: usize) {
+        self.l1_misses[r] += 1;
+    }
+
+    /// Probe the levels below the first for `va` (role `r`; `l2` the class of the deeper TLBs
+    /// that hold 4KB pages, checked per use): (route level, frame, page size) of the first hit,
+    /// counted as that level's hit. Lookups per level are derived from the hits
+    /// ([`Mmu::count_lookups`]): every miss of a level is a lookup of the next. `RANGES`: the
+    /// range TLBs of each level are probed with its page TLBs (`ranges` a constant of the
+    /// caller's variant: false compiles the range TLBs out).
+    #[inline(always)]
+    pub fn probe_deep<S: Shape>(&mut self, r: usize, va: u64, ranges: bool) -> Option<(usize, u64, PageSize)> {
+        let l2 = S::LANES.l2;
+        if ranges && !self.ranges.is_empty() {
+            return self.probe_staged(l2, r, va);
+        }
+        let tag = self.tag;
+        let mut found = None;
+        for p in &self.deep_live[r] {
+            // SAFETY: not KNOWN: the class is checked.
+            if let (_, Some(pfn)) =
+                unsafe { self.tlbs[p.tlb as usize].probe_as::<false>(l2, va, p.shift, p.size_bits, tag) }
+            {
+                found = Some((p.level as usize, pfn, PageSize::from_index(p.size as usize)));
+                break;
+            }
+        }
+        if let Some((l, _, _)) = found {
+            self.level_hits[r][l] += 1;
+        }
+        found
+    }
+
+    /// [`Mmu::probe_deep`] with range TLBs: level by level, the page TLBs and then every range
+    /// TLB of the level (all probed, as in parallel); a page-TLB hit wins over a range hit of
+    /// the same level (both count their hit). A range hit translates the 4KB page of `va`.
+    #[inline(never)]
+    fn probe_staged(&mut self, l2: usize, r: usize, va: u64) -> Option<(usize, u64, PageSize)> {
+        let tag = self.tag;
+        let mut k = 0;
+        for l in 1..self.routes.levels(r) {
+            let mut found = None;
+            while k < self.deep_live[r].len() && self.deep_live[r][k].level as usize == l {
+                let p = self.deep_live[r][k];
+                k += 1;
+                if found.is_some() {
+                    continue;
+                }
+                // SAFETY: not KNOWN: the class is checked.
+                if let (_, Some(pfn)) =
+                    unsafe { self.tlbs[p.tlb as usize].probe_as::<false>(l2, va, p.shift, p.size_bits, tag) }
+                {
+                    found = Some((l, pfn, PageSize::from_index(p.size as usize)));
+                }
+            }
+            for &i in &self.routes.ranges[r][l] {
+                if let Some(pfn) = self.ranges[i].0.probe(va, tag) {
+                    found = found.or(Some((l, pfn, PageSize::Size4K)));
+                }
+            }
+            if found.is_some() {
+                self.level_hits[r][l] += 1;
+                return found;
+            }
+        }
+        None
+    }
+
+    /// Translate `va` for a miss handler's own load (role `r`) through the TLBs: counted as a
+    /// lookup of every level it reaches, a hit below the first level filling the levels
+    /// above; the frame of its 4KB page, or None when every level missed (a nested miss, which
+    /// the caller handles and fills).
+    pub fn translate_nested<S: Shape>(&mut self, r: usize, va: u64) -> Option<u64> {
+        self.nested_lookups[r] += 1;
+        let lanes = if r == 0 { S::LANES.l1d } else { S::LANES.l1i };
+        if let Some((pfn, size)) = self.probe_first::<false>(lanes, r, va) {
+            return Some(pfn + ((va & (PageSize::from_index(size as usize).bytes() - 1)) >> 12));
+        }
+        self.l1_misses[r] += 1;
+        let (l, pfn, s) = self.probe_deep::<S>(r, va, true)?;
+        self.fill_above::<S>(r, l, va, s, pfn);
+        Some(pfn + ((va & (s.bytes() - 1)) >> 12))
+    }
+
+    /// Route levels of role `r` (the level a walk's translation fills from).
+    #[inline(always)]
+    pub fn levels(&self, r: usize) -> usize {
+        self.routes.levels(r)
+    }
+
+    /// Fill the TLBs of levels below `upto` that hold `s` pages with the translation of `va`
+    /// (page at frame `pfn`). While the memo is on, the first first-level fill enters it (it is
+    /// the first of the level in probe order, the one an access to the page would hit), and any
+    /// other drops the memo entries of the set it filled.
+    #[inline(always)]
+    pub fn fill_above<S: Shape>(&mut self, r: usize, upto: usize, va: u64, s: PageSize, pfn: u64) {
+        let lanes = S::LANES;
+        let tag = self.tag;
+        let rbit = (r as u64) << 63;
+        let mut first = true;
+        let mut flipped = false;
+        for &(l, t, held) in &self.routes.fills[r][s as usize] {
+            if l >= upto {
+                break;
+            }
+            let tlb = &mut self.tlbs[t];
+            // SAFETY: the first route level's TLBs are of the shape's class of the role
+            // (`has_lanes`); the deeper ones are checked (not KNOWN).
+            let (set, entry, f) = unsafe {
+                if l != 0 {
+                    tlb.fill_shaped::<false>(lanes.l2, va, s, held, pfn, tag)
+                } else if lanes.l1d == lanes.l1i || r == 0 {
+                    tlb.fill_shaped::<true>(lanes.l1d, va, s, held, pfn, tag)
+                } else {
+                    tlb.fill_shaped::<true>(lanes.l1i, va, s, held, pfn, tag)
+                }
+            };
+            flipped |= f;
+            if l == 0 && self.memo_on {
+                if first {
+                    let h = MemoHit { tlb: t as u32, set: set as u32, size: held as u8, pfn: entry };
+                    self.memo.insert(&mut self.tlbs, va, rbit, held.shift(), h);
+                    first = false;
+                } else {
+                    self.memo.drop_set(t as u32, set as u32);
+                }
+            }
+        }
+        if flipped {
+            self.live_probes();
+        }
+    }
+
+    /// Fill every range TLB of role `r` with `e` (after a walk found its range).
+    pub fn fill_ranges(&mut self, r: usize, e: RangeEntry) {
+        for l in 0..self.routes.ranges[r].len() {
+            for &i in &self.routes.ranges[r][l] {
+                self.ranges[i].0.fill(RangeEntry { tag: self.tag, ..e });
+            }
+        }
+    }
+
+    /// Whether range TLBs sit in the miss path.
+    pub fn has_ranges(&self) -> bool {
+        !self.ranges.is_empty()
+    }
+
+    // ------------------------------------------------------------------ memo, ranges
+
+    /// Switch the memo on or off (off empties it). Off or on, results are the same: the memo
+    /// only skips probes that change nothing.
+    #[inline]
+    pub fn set_memo(&mut self, on: bool) {
+        if self.memo_on && !on {
+            self.memo.clear(&mut self.tlbs);
+        }
+        self.memo_on = on;
+    }
+
+    #[inline(always)]
+    pub fn memo_on(&self) -> bool {
+        self.memo_on
+    }
+
+    /// First-level misses so far, both roles.
+    #[inline(always)]
+    pub fn first_misses(&self) -> u64 {
+        self.l1_misses[0] + self.l1_misses[1]
+    }
+
+    /// Add the memo's pending hits to the TLBs' counts (at the end of every range).
+    pub fn flush_memo(&mut self) {
+        self.memo.flush(&mut self.tlbs);
+    }
+
+    /// Empty the memo (before any side event: it may change mappings or the address space).
+    pub fn clear_memo(&mut self) {
+        self.memo.clear(&mut self.tlbs);
+    }
+
+    // ------------------------------------------------------------------ invalidation
+
+    /// Perform the TLB invalidations an OS operation asked for (the caller flushes the
+    /// paging-structure caches: INVLPG and CR3 writes may drop every PSC entry, SDM 4.10.4.1).
+    pub fn invalidate(&mut self, inval: &[Invalidation]) {
+        self.shootdowns += 1;
+        self.memo.clear(&mut self.tlbs);
+        for i in inval {
+            match *i {
+                Invalidation::Range { asid, start, end } => {
+                    let tag = self.asid_mode.then(|| asid_tag(asid));
+                    for t in &mut self.tlbs {
+                        t.invalidate(start, end, tag);
+                    }
+                    for (r, _) in &mut self.ranges {
+                        r.invalidate(start, end, tag);
+                    }
+                }
+                Invalidation::All => self.flush_tlbs(),
+            }
+        }
+        self.live_probes();
+    }
+
+    fn flush_tlbs(&mut self) {
+        for t in &mut self.tlbs {
+            t.flush();
+        }
+        for (r, _) in &mut self.ranges {
+            r.flush();
+        }
+    }
+
+    /// The current address space became `asid`: with ASIDs, a new tag; without, every TLB is
+    /// flushed (returns true: the caller flushes the PSCs and counts it).
+    pub fn switch_to(&mut self, asid: u32) -> bool {
+        self.memo.clear(&mut self.tlbs);
+        if self.asid_mode {
+            self.tag = asid_tag(asid);
+            return false;
+        }
+        self.flush_tlbs();
+        self.live_probes();
+        true
+    }
+
+    /// Use `ways` ways of TLB `name` from now on (way-disabling controllers); returns the
+    /// entries invalidated.
+    pub fn set_active_ways(&mut self, name: &str, ways: usize) -> Result<u64, String> {
+        let i = self.tlbs.iter().position(|t| t.name == name).ok_or_else(|| format!("no TLB named '{name}'"))?;
+        let max = self.tlbs[i].ways_max();
+        if !(1..=max).contains(&ways) {
+            return Err(format!("TLB '{name}' has {max} ways; {ways} cannot be active"));
+        }
+        self.memo.clear(&mut self.tlbs);
+        let n = self.tlbs[i].set_active_ways(ways);
+        self.live_probes();
+        Ok(n)
+    }
+
+    /// Invalidation requests performed so far (one per OS operation that invalidated anything).
+    pub fn shootdowns(&self) -> u64 {
+        self.shootdowns
+    }
+
+    /// The TLBs (reports, controllers, tests).
+    pub fn tlbs(&self) -> &[Tlb] {
+        &self.tlbs
+    }
+
+    /// The range TLBs.
+    pub fn range_tlbs(&self) -> impl Iterator<Item = &RangeTlb> {
+        self.ranges.iter().map(|r| &r.0)
+    }
+
+    // ------------------------------------------------------------------ counting
+
+    /// Count `per_role` accesses of each role as first-level lookups, and derive the lookups of
+    /// the levels below (every miss of a level is a lookup of the next).
+    pub fn count_lookups(&mut self, per_role: [u64; 2]) {
+        for (r, n) in per_role.into_iter().enumerate() {
+            let (lookups, hits) = (&mut self.lookups[r], &mut self.level_hits[r]);
+            if !lookups.is_empty() {
+                lookups[0] += n + std::mem::take(&mut self.nested_lookups[r]);
+                hits[0] = lookups[0] - self.l1_misses[r];
+                for l in 1..lookups.len() {
+                    lookups[l] = lookups[l - 1] - hits[l - 1];
+                }
+            }
+        }
+    }
+
+    /// Lookups of the route level that structure `is_here(role, level)` sits at, over roles.
+    fn accesses_of(&self, is_here: impl Fn(usize, usize) -> bool) -> u64 {
+        let mut accesses = 0;
+        for r in 0..2 {
+            for l in 0..self.routes.levels(r) {
+                if is_here(r, l) {
+                    accesses += self.lookups[r][l];
+                }
+            }
+        }
+        accesses
+    }
+
+    /// TLB `i`'s counters (every TLB of a level is probed on each lookup of that level for the
+    /// roles it serves).
+    pub fn tlb_stats(&self, i: usize) -> StructStats {
+        let accesses = self.accesses_of(|r, l| self.routes.tlbs[r][l].contains(&i));
+        let t = self.tlbs[i].stats;
+        StructStats { accesses, misses: accesses - t.hits, ..t }
+    }
+
+    fn range_stats(&self, i: usize) -> StructStats {
+        let accesses = self.accesses_of(|r, l| self.routes.ranges[r][l].contains(&i));
+        let t = self.ranges[i].0.stats;
+        StructStats { accesses, misses: accesses - t.hits, ..t }
+    }
+
+    /// Per level index over both roles: (lookups, hits, slowest hit latency), for the derived
+    /// figures (MPKI per level, H and the TLB-hit cycles).
+    pub fn level_summary(&self) -> Vec<(u64, u64, u64)> {
+        let nlev = self.routes.levels(0).max(self.routes.levels(1));
+        (0..nlev)
+            .map(|l| {
+                let (mut n, mut hit) = (0, 0);
+                for r in 0..2 {
+                    if l < self.lookups[r].len() {
+                        n += self.lookups[r][l];
+                        hit += self.level_hits[r][l];
+                    }
+                }
+                (n, hit, self.level_latency.get(l).copied().unwrap_or(0))
+            })
+            .collect()
+    }
+
+    /// Misses of the last level of each role's route, summed: the misses the handler served.
+    pub fn last_level_misses(&self) -> u64 {
+        (0..2)
+            .filter(|&r| !self.lookups[r].is_empty())
+            .map(|r| {
+                let l = self.lookups[r].len() - 1;
+                self.lookups[r][l] - self.level_hits[r][l]
+            })
+            .sum()
+    }
+
+    /// The invariants of the TLB counts; the first violated one.
+    pub fn check(&self) -> Result<(), String> {
+        for r in 0..2 {
+            let n = self.lookups[r].len();
+            for l in 0..n {
+                if self.level_hits[r][l] > self.lookups[r][l] {
+                    return Err(format!("level {} role {r}: hits exceed lookups", l + 1));
+                }
+                if l + 1 < n && self.lookups[r][l + 1] != self.lookups[r][l] - self.level_hits[r][l] {
+                    return Err(format!("level {} lookups != level {} misses", l + 2, l + 1));
+                }
+            }
+        }
+        for i in 0..self.tlbs.len() {
+            let s = self.tlb_stats(i);
+            if s.hits + s.misses != s.accesses {
+                return Err(format!("tlb {}: hits + misses != accesses", self.tlbs[i].name));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Counters for Mmu {
+    fn counters(&self, out: &mut dyn Sink) {
+        for (i, t) in self.tlbs.iter().enumerate() {
+            self.tlb_stats(i).report("tlb", &t.name, out);
+        }
+        for (i, (t, _)) in self.ranges.iter().enumerate() {
+            self.range_stats(i).report("range_tlb", &t.name, out);
+        }
+        for (r, role) in ["data", "instruction"].iter().enumerate() {
+            for (l, &n) in self.lookups[r].iter().enumerate() {
+                let h = self.level_hits[r][l];
+                out.put(format_args!("tlb_level{}.{role}.lookups", l + 1), n);
+                out.put(format_args!("tlb_level{}.{role}.hits", l + 1), h);
+                out.put(format_args!("tlb_level{}.{role}.misses", l + 1), n - h);
+            }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! The interface every miss handler implements, and what it works with.
+
+use crate::mem::backend::Backend;
+use crate::mem::Caches;
+use crate::mmu::{Mmu, Shape};
+use crate::os::{Invalidation, Os, SimError};
+use crate::stats::Counters;
+use crate::units::PageSize;
+use xlat_trace::SideBody;
+
+/// What a miss handler works with: the OS model (translations, faults), the caches and memory
+/// its loads go through, the MMU (a software handler's loads are themselves translated) and
+/// where the invalidations a fault asks for go.
+pub struct MissCx<'a, B> {
+    pub os: &'a mut Os,
+    pub caches: &'a mut Caches,
+    pub backend: &'a mut B,
+    pub mmu: &'a mut Mmu,
+    pub inval: &'a mut Vec<Invalidation>,
+}
+
+impl<B> MissCx<'_, B> {
+    /// Fault `va` in; perform at once any invalidation the fault asked for (a reclaim policy
+    /// evicting pages) on the TLBs, and return whether there was one (the handler then drops
+    /// what it caches of the page tables).
+    #[inline(always)]
+    pub fn fault(&mut self, va: u64) -> Result<bool, SimError> {
+        // (The context's fields passed one by one: a call taking the context itself would
+        // make the compiler keep it in memory on every miss, not only on faults.)
+        fault(self.os, self.mmu, self.inval, va)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn fault(os: &mut Os, mmu: &mut Mmu, inval: &mut Vec<Invalidation>, va: u64) -> Result<bool, SimError> {
+    os.fault(va, inval)?;
+    if inval.is_empty() {
+        return Ok(false);
+    }
+    mmu.invalidate(inval);
+    inval.clear();
+    Ok(true)
+}
+
+/// A handler of last-level TLB misses.
+pub trait MissHandler: Counters + Send {
+    /// Translate `va` (role `r`: 0 data, 1 instruction) after every TLB missed: the first frame
+    /// and the size of its page, faulting the page in first if it is not mapped, with the
+    /// miss's loads and cycles counted. The caller fills the TLBs.
+    fn handle<S: Shape, B: Backend>(
+        &mut self,
+        cx: &mut MissCx<'_, B>,
+        r: usize,
+        va: u64,
+    ) -> Result<(u64, PageSize), SimError>;
+
+    /// Misses handled (every last-level TLB miss is one).
+    fn misses(&self) -> u64;
+
+    /// Drop what the handler caches of the page tables (after invalidations, or a switch of
+    /// address space without ASIDs).
+    fn flush(&mut self) {}
+
+    /// Host prefetch of what a miss of `va` will read (no simulated effect).
+    #[inline(always)]
+    fn prefetch(&self, _os: &Os, _caches: &Caches, _va: u64) {}
+
+    /// Whether the handler benefits from [`MissHandler::prefetch`].
+    fn prefetches(&self) -> bool {
+        false
+    }
+
+    /// At the end of every range of accesses: hand counts over to the caches.
+    fn settle(&mut self, _caches: &mut Caches) {}
+
+    /// Whether every structure the loop of geometry `S` probes unchecked has its class.
+    fn has_shape<S: Shape>(&self) -> bool {
+        S::LANES.psc == 0
+    }
+
+    /// A side event (IPC, context switch, phase) reached the handler.
+    fn side(&mut self, _body: &SideBody) {}
+
+    /// The handler's invariants; the first violated one.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Cycles spent on misses (the walk cycles of the time estimate, `C`).
+    fn cycles(&self) -> u64;
+
+    /// Walks per 2MB region (`sim.miss_profile`), if kept.
+    fn miss_profile(&self) -> Option<Vec<(u64, u64)>> {
+        None
+    }
+}

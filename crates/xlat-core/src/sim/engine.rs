@@ -1,0 +1,525 @@
+//! The engine: one hot loop over the accesses of each batch, side events (syscalls, context
+//! switches, markers) applied in order between them, and the epochs.
+//!
+//! Per access: probe the first-level TLBs that serve the access kind (or the memo of
+//! first-level hits), and stop there on a hit. A miss goes down the miss path's levels (page
+//! TLBs, range TLBs); a miss everywhere goes to the miss handler (the radix walker:
+//! paging-structure caches, then one load per remaining level through the caches), and the
+//! translation fills every TLB above that holds its page size. Faults (first touches) are
+//! handled by the OS model inside the miss handler, before its loads.
+//!
+//! The loop is compiled per [`Variant`] (miss handler, memory backend, observer, whether range
+//! TLBs can sit in the miss path), per [`Shape`] (the structures' geometry as constants) and
+//! per data-caching and memo state, so that the plain configuration's copy contains none of
+//! the other designs' code.
+
+use super::epoch::{EpochController, EpochCx, Epochs};
+use super::observer::{AccessObserver, Observed, Translated};
+use super::shape::{AnyShape, SkylakeShape};
+use crate::config::Config;
+use crate::mem::backend::{AnyBackend, Backend, Dram};
+use crate::mem::Caches;
+use crate::mmu::walker::{AnyHandler, MissCx, MissHandler, RadixWalker};
+use crate::mmu::{Mmu, Shape};
+use crate::os::{Invalidation, Os, SimError};
+use crate::units::PageSize;
+use std::collections::HashMap;
+use xlat_trace::{Batch, Marker, SideBody};
+
+/// What one compiled copy of the loop is specialised for.
+pub trait Variant: 'static {
+    type Handler: MissHandler;
+    type Backend: Backend;
+    type Observer: AccessObserver;
+    /// Whether range TLBs may sit in the miss path (the staged probe).
+    const RANGES: bool;
+}
+
+/// The plain configuration: the radix walker, one DRAM, no observer, page TLBs only.
+pub struct Plain;
+
+impl Variant for Plain {
+    type Handler = RadixWalker;
+    type Backend = Dram;
+    type Observer = super::observer::NoObserver;
+    const RANGES: bool = false;
+}
+
+/// Any configuration: the handler and the backend chosen at run time, range TLBs allowed, and
+/// observer `O`.
+pub struct General<O>(std::marker::PhantomData<O>);
+
+impl<O: AccessObserver + 'static> Variant for General<O> {
+    type Handler = AnyHandler;
+    type Backend = AnyBackend;
+    type Observer = O;
+    const RANGES: bool = true;
+}
+
+/// The simulator of one configuration, compiled for variant `V`.
+pub(crate) struct Core<V: Variant> {
+    pub(crate) mmu: Mmu,
+    pub(crate) handler: V::Handler,
+    pub(crate) caches: Caches,
+    pub(crate) backend: V::Backend,
+    pub(crate) obs: V::Observer,
+    pub(crate) os: Os,
+    pub(crate) cfg: Config,
+    /// Invalidations the OS asked for, performed after each OS operation.
+    inval: Vec<Invalidation>,
+    /// The relocated addresses of a range (mosaic relocation).
+    reloc: Vec<u64>,
+    va_mask: u64,
+    pub(crate) accesses: u64,
+    pub(crate) by_kind: [u64; 3],
+    pub(crate) untranslated: u64,
+    pub(crate) data_cycles: u64,
+    /// Per thread: the instruction count of its last access seen.
+    threads: HashMap<u32, u64>,
+    pub(crate) instructions: u64,
+    pub(crate) context_flushes: u64,
+    pub(crate) markers: u64,
+    pub(crate) epochs: Epochs,
+    /// Every counter at each sample (values in the order of `sample_order`).
+    pub(crate) series: Vec<Vec<u64>>,
+    /// Report order -> sorted name order of the counters (computed at the first sample).
+    sample_order: Vec<usize>,
+    prefetching: bool,
+    /// Where the last miss was translated (kept for observers only).
+    last_at: Translated,
+    /// Whether the configuration has [`SkylakeShape`] (then accesses that do not go through
+    /// the data caches run that shape's loop).
+    pub(crate) skylake_shape: bool,
+}
+
+impl<V: Variant> Core<V> {
+    pub(crate) fn new(
+        cfg: &Config,
+        handler: V::Handler,
+        backend: V::Backend,
+        obs: V::Observer,
+    ) -> Result<Core<V>, SimError> {
+        let os = Os::new(cfg)?;
+        let mut core = Core {
+            mmu: Mmu::new(cfg),
+            handler,
+            caches: Caches::from_config(cfg),
+            backend,
+            obs,
+            os,
+            inval: Vec::new(),
+            reloc: Vec::new(),
+            va_mask: if cfg.os.levels == 5 { (1 << 57) - 1 } else { (1 << 48) - 1 },
+            accesses: 0,
+            by_kind: [0; 3],
+            untranslated: 0,
+            data_cycles: 0,
+            threads: HashMap::new(),
+            instructions: 0,
+            context_flushes: 0,
+            markers: 0,
+            epochs: Epochs::new(cfg.sim.interval_accesses, cfg.sim.interval_instructions),
+            series: Vec::new(),
+            sample_order: Vec::new(),
+            prefetching: false,
+            last_at: Translated::Walk,
+            skylake_shape: false,
+            cfg: cfg.clone(),
+        };
+        core.skylake_shape = core.has_shape::<SkylakeShape>();
+        Ok(core)
+    }
+
+    /// Whether every structure the loop of shape `S` compiles in has that shape's class (the
+    /// loop's unchecked probes rely on it): the MMU's TLBs, the handler's PSCs, and the cache
+    /// levels walk loads go through.
+    pub(crate) fn has_shape<S: Shape>(&self) -> bool {
+        self.mmu.has_lanes(S::LANES) && self.handler.has_shape::<S>() && self.caches.walk_classes() == S::LANES.caches
+    }
+
+    pub(crate) fn add_controller(&mut self, c: Box<dyn EpochController>) -> Result<(), String> {
+        self.epochs.add(c)
+    }
+
+    // ------------------------------------------------------------------ the hot loop
+
+    /// Translate one access. Monomorphised over data caching, whether the hit memo is in use
+    /// (see [`Mmu::set_memo`]) and the structures' [`Shape`]. The first-level probes are a flat
+    /// list (TLB, size) per access kind, and a hit increments a single counter (the TLB's
+    /// hits); level-1 lookups are the accesses of the kind, counted per range.
+    #[inline(always)]
+    fn access<const DATA: bool, const MEMO: bool, S: Shape>(&mut self, va: u64, kind: u8) -> Result<(), SimError> {
+        let va = va & self.va_mask;
+        let r = (kind == 2) as usize;
+        let rbit = (r as u64) << 63;
+        if let Some((pfn, size)) = if MEMO { self.mmu.memo_hit(va, rbit) } else { None } {
+            self.translated::<DATA>(pfn, size, va, kind, Translated::Level(0));
+            return Ok(());
+        }
+        // One copy of the probe loop per role when the roles' first-level TLBs differ in shape
+        // (the lane count must be a constant of each copy).
+        let hit = if S::LANES.l1d == S::LANES.l1i || r == 0 {
+            self.mmu.probe_first::<MEMO>(S::LANES.l1d, r, va)
+        } else {
+            self.mmu.probe_first::<MEMO>(S::LANES.l1i, r, va)
+        };
+        if let Some((pfn, size)) = hit {
+            self.translated::<DATA>(pfn, size, va, kind, Translated::Level(0));
+            return Ok(());
+        }
+        // (Checked after the probes: with no first-level TLB the probe list is empty too.)
+        if !self.mmu.translates(r) {
+            self.untranslated += 1;
+            if <V::Observer as AccessObserver>::ACTIVE {
+                let a = Observed { va, pfn: 0, size: PageSize::Size4K, kind, at: Translated::Untranslated };
+                self.obs.access(&a);
+            }
+            return Ok(());
+        }
+        self.mmu.count_first_miss(r);
+        let (pfn, s) = self.miss::<S>(va, r)?;
+        let at = if <V::Observer as AccessObserver>::ACTIVE { self.last_at } else { Translated::Walk };
+        self.translated::<DATA>(pfn, s as u8, va, kind, at);
+        Ok(())
+    }
+
+    /// After a translation (page at frame `pfn`, size index `size`): the data access through
+    /// the caches (if `DATA`) and the observer.
+    #[inline(always)]
+    fn translated<const DATA: bool>(&mut self, pfn: u64, size: u8, va: u64, kind: u8, at: Translated) {
+        if DATA {
+            self.data_access(pfn, PageSize::from_index(size as usize), va, kind);
+        }
+        if <V::Observer as AccessObserver>::ACTIVE {
+            let s = PageSize::from_index(size as usize);
+            let a = Observed { va, pfn: pfn + ((va & (s.bytes() - 1)) >> 12), size: s, kind, at };
+            self.obs.access(&a);
+        }
+    }
+
+    #[inline]
+    fn data_access(&mut self, pfn: u64, s: PageSize, va: u64, kind: u8) {
+        let pa = (pfn << 12) | (va & (s.bytes() - 1));
+        let (hit, lat) = self.caches.access(pa, 0, false);
+        let lat = if hit == self.caches.levels.len() { self.backend.access(pa, kind == 1, false, lat) } else { lat };
+        self.data_cycles += lat;
+    }
+
+    /// Every first-level TLB missed: the deeper levels, then the miss handler; fill the levels
+    /// above the one that translated.
+    #[inline(never)]
+    fn miss<S: Shape>(&mut self, va: u64, r: usize) -> Result<(u64, PageSize), SimError> {
+        let (upto, pfn, s) = match self.mmu.probe_deep::<S>(r, va, V::RANGES) {
+            Some((l, pfn, s)) => (l, pfn, s),
+            None => {
+                let levels = self.mmu.levels(r);
+                let mut cx = MissCx {
+                    os: &mut self.os,
+                    caches: &mut self.caches,
+                    backend: &mut self.backend,
+                    mmu: &mut self.mmu,
+                    inval: &mut self.inval,
+                };
+                let (pfn, s) = self.handler.handle::<S, V::Backend>(&mut cx, r, va)?;
+                if V::RANGES && self.mmu.has_ranges() {
+                    self.fill_ranges(r, va);
+                }
+                (levels, pfn, s)
+            }
+        };
+        self.mmu.fill_above::<S>(r, upto, va, s, pfn);
+        if <V::Observer as AccessObserver>::ACTIVE {
+            self.last_at = if upto == self.mmu.levels(r) { Translated::Walk } else { Translated::Level(upto as u8) };
+        }
+        // A page mapped at `s` but held only as smaller (splintered) entries still translates.
+        Ok((pfn, s))
+    }
+
+    /// After a walk: the range translation covering `va`, if the OS has one, fills the range
+    /// TLBs.
+    #[cold]
+    fn fill_ranges(&mut self, r: usize, va: u64) {
+        if let Some(e) = self.os.range_of(va) {
+            self.mmu.fill_ranges(r, e);
+        }
+    }
+
+    /// Simulate the accesses `lo..hi` of `b` (no side event among them), at addresses `addr`
+    /// (`b.addr[lo..hi]`, relocated if the mosaic relocates).
+    fn run_range<const DATA: bool, S: Shape>(&mut self, addr: &[u64], kind: &[u8]) -> Result<(), SimError> {
+        let r = self.run_accesses::<DATA, S>(addr, kind);
+        // The counters are complete after every range (even one that failed).
+        self.mmu.flush_memo();
+        self.handler.settle(&mut self.caches);
+        r
+    }
+
+    fn run_accesses<const DATA: bool, S: Shape>(&mut self, addr: &[u64], kind: &[u8]) -> Result<(), SimError> {
+        let hi = addr.len();
+        let mut i = 0;
+        while i < hi {
+            let chunk_end = hi.min(i + 4096);
+            let (walks0, misses0) = (self.handler.misses(), self.mmu.first_misses());
+            if self.mmu.memo_on() {
+                self.run_chunk::<DATA, true, S>(addr, kind, i, chunk_end)?;
+            } else {
+                self.run_chunk::<DATA, false, S>(addr, kind, i, chunk_end)?;
+            }
+            let n = (chunk_end - i) as u64;
+            // Turn prefetching on when more than 1 access in 32 walked.
+            self.prefetching = (self.handler.misses() - walks0) * 32 > n;
+            // The memo off when more than 1 access in 8 missed the first level.
+            self.mmu.set_memo((self.mmu.first_misses() - misses0) * 8 <= n);
+            i = chunk_end;
+        }
+        Ok(())
+    }
+
+    /// The accesses `i..end` of a range of `addr.len()` accesses.
+    #[inline(always)]
+    fn run_chunk<const DATA: bool, const MEMO: bool, S: Shape>(
+        &mut self,
+        addr_all: &[u64],
+        kind_all: &[u8],
+        i: usize,
+        end: usize,
+    ) -> Result<(), SimError> {
+        // When walks are frequent, the simulator's own time goes to host cache misses on the
+        // page-table entry and the cache rows a walk reads; prefetching them a few accesses
+        // ahead overlaps those misses. Prefetches change no simulated state.
+        const AHEAD: usize = 6;
+        let hi = addr_all.len();
+        if self.prefetching && self.handler.prefetches() {
+            // The accesses of the chunk whose look-ahead (AHEAD later) is in the range, then
+            // the rest; slices zipped, so that no index is checked per access.
+            let m = (end - i).min(hi.saturating_sub(i + AHEAD));
+            let (addr, kind) = (&addr_all[i..end], &kind_all[i..end]);
+            let (prev, next) = if m > 0 {
+                (&addr_all[i + AHEAD - 1..i + AHEAD - 1 + m], &addr_all[i + AHEAD..i + AHEAD + m])
+            } else {
+                (&[][..], &[][..])
+            };
+            for (((&a, &k), &p), &q) in addr.iter().zip(kind).zip(prev).zip(next) {
+                // Once per page run (a load and a store to one word share their walk).
+                if (q ^ p) >> 12 != 0 {
+                    self.handler.prefetch(&self.os, &self.caches, q & self.va_mask);
+                }
+                self.access::<DATA, MEMO, S>(a, k)?;
+            }
+            for (&a, &k) in addr[m..].iter().zip(&kind[m..]) {
+                self.access::<DATA, MEMO, S>(a, k)?;
+            }
+        } else {
+            for (&a, &k) in addr_all[i..end].iter().zip(&kind_all[i..end]) {
+                self.access::<DATA, MEMO, S>(a, k)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Count the accesses `lo..hi` of `b`: by kind, as first-level lookups per role, and the
+    /// threads' instructions.
+    fn count_range(&mut self, b: &Batch, lo: usize, hi: usize) {
+        if lo == hi {
+            return;
+        }
+        self.accesses += (hi - lo) as u64;
+        // Branch-free counts: loads, ifetches (kind 2), stores the rest (kinds are 0, 1 or 2:
+        // the trace readers reject others). Byte counters over chunks of 255 vectorise to byte
+        // adds (64-bit counters would widen every byte).
+        let (mut n0, mut n2) = (0u64, 0u64);
+        for chunk in b.kind[lo..hi].chunks(255) {
+            let (mut c0, mut c2) = (0u8, 0u8);
+            for &k in chunk {
+                c0 += (k == 0) as u8;
+                c2 += (k == 2) as u8;
+            }
+            n0 += c0 as u64;
+            n2 += c2 as u64;
+        }
+        let kinds = [n0, (hi - lo) as u64 - n0 - n2, n2];
+        for (a, k) in self.by_kind.iter_mut().zip(kinds) {
+            *a += k;
+        }
+        self.mmu.count_lookups([kinds[0] + kinds[1], kinds[2]]);
+        let t0 = b.tid[lo];
+        // A fold, not `all`: no early exit, so it vectorises (almost every range is one thread).
+        if b.tid[lo..hi].iter().fold(true, |same, &t| same & (t == t0)) {
+            // The first count seeds the thread's baseline if the thread is new.
+            self.set_icount(t0, b.icount[lo]);
+            self.set_icount(t0, b.icount[hi - 1]);
+        } else {
+            for i in lo..hi {
+                self.set_icount(b.tid[i], b.icount[i]);
+            }
+        }
+    }
+
+    /// Instructions are counted from each thread's first access in the trace, not from 0: a
+    /// trace recorded after `--skip N` starts at instruction N, and those N instructions were
+    /// not simulated (counting them would deflate every MPKI). A thread's count is its last
+    /// access's instruction count minus its first's, plus one (the first access's instruction):
+    /// 1000 accesses one instruction apart are 1000 instructions. `trace-info` counts the same.
+    #[inline]
+    fn set_icount(&mut self, tid: u32, ic: u64) {
+        match self.threads.entry(tid) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(ic);
+                self.instructions += 1;
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                let e = o.get_mut();
+                if ic > *e {
+                    self.instructions += ic - *e;
+                    *e = ic;
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ side events
+
+    /// Perform the invalidations an OS operation asked for.
+    fn apply_invalidations(&mut self) {
+        if self.inval.is_empty() {
+            return;
+        }
+        self.mmu.invalidate(&self.inval);
+        self.handler.flush();
+        self.inval.clear();
+    }
+
+    fn side(&mut self, body: &SideBody) -> Result<(), SimError> {
+        self.mmu.clear_memo();
+        match body {
+            SideBody::Syscall(s) => {
+                self.os.syscall(s, &mut self.inval)?;
+                self.apply_invalidations();
+            }
+            SideBody::Marker(Marker::ContextSwitch { asid }) => {
+                if self.os.switch_to(*asid)? && self.mmu.switch_to(*asid) {
+                    self.handler.flush();
+                    self.context_flushes += 1;
+                }
+            }
+            SideBody::Marker(_) => self.markers += 1,
+        }
+        // Every component that wants side events hears it.
+        self.handler.side(body);
+        self.backend.side(body);
+        self.obs.side(body);
+        for s in &mut self.epochs.slots {
+            s.c.side(body);
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ batches
+
+    /// Simulate one batch: accesses in order, side events before the access they precede,
+    /// ranges cut where an epoch (or a sample) ends.
+    pub(crate) fn batch(&mut self, b: &Batch) -> Result<(), SimError> {
+        let n = b.len();
+        let data = self.cfg.sim.data_through_caches;
+        let mut i = 0;
+        let mut si = 0;
+        loop {
+            while si < b.side.len() && b.side[si].pos as usize <= i {
+                self.side(&b.side[si].body)?;
+                si += 1;
+            }
+            if i >= n {
+                break;
+            }
+            let mut end = b.side.get(si).map_or(n, |s| (s.pos as usize).min(n));
+            let acc_stop = self.epochs.next_stop(false);
+            if acc_stop != u64::MAX {
+                end = end.min(i + (acc_stop - self.accesses) as usize);
+            }
+            let ins_stop = self.epochs.next_stop(true);
+            if ins_stop != u64::MAX {
+                // First access at which this thread's instruction count reaches the stop.
+                // (Wrapping: `base` is the count minus the thread's last instruction count,
+                // plus one for a thread not seen yet, whose first access counts one.)
+                let base = match self.threads.get(&b.tid[i]) {
+                    Some(&last) => self.instructions.wrapping_sub(last),
+                    None => (self.instructions + 1).wrapping_sub(b.icount[i]),
+                };
+                if let Some(p) = (i..end).find(|&k| base.wrapping_add(b.icount[k]) >= ins_stop) {
+                    end = p + 1;
+                }
+            }
+            self.run(b, i, end, data)?;
+            self.count_range(b, i, end);
+            i = end;
+            self.end_of_range()?;
+        }
+        Ok(())
+    }
+
+    /// The accesses `lo..hi` of `b`, through the loop of this configuration's shape.
+    fn run(&mut self, b: &Batch, lo: usize, hi: usize, data: bool) -> Result<(), SimError> {
+        let kind = &b.kind[lo..hi];
+        if !self.os.relocates() {
+            let addr = &b.addr[lo..hi];
+            // (Accesses through the data caches run the general loop: no shape's copy for them.)
+            return match (data, self.skylake_shape) {
+                (false, false) => self.run_range::<false, AnyShape>(addr, kind),
+                (false, true) => self.run_range::<false, SkylakeShape>(addr, kind),
+                (true, _) => self.run_range::<true, AnyShape>(addr, kind),
+            };
+        }
+        // Mosaic: trace addresses relocated into the pools, a range at a time (no side event
+        // inside a range, so the relocation cannot change within it).
+        let mut reloc = std::mem::take(&mut self.reloc);
+        self.os.relocate_run(&b.addr[lo..hi], &mut reloc);
+        let r = match (data, self.skylake_shape) {
+            (false, false) => self.run_range::<false, AnyShape>(&reloc, kind),
+            (false, true) => self.run_range::<false, SkylakeShape>(&reloc, kind),
+            (true, _) => self.run_range::<true, AnyShape>(&reloc, kind),
+        };
+        self.reloc = reloc;
+        r
+    }
+
+    /// After a range: take the sample and run the epoch controllers that are due.
+    fn end_of_range(&mut self) -> Result<(), SimError> {
+        if self.epochs.sample_due(self.accesses, self.instructions) {
+            self.sample();
+        }
+        for i in 0..self.epochs.slots.len() {
+            for _ in 0..self.epochs.due(i, self.accesses, self.instructions) {
+                let slot = &mut self.epochs.slots[i];
+                slot.epochs += 1;
+                let mut cx = EpochCx {
+                    epoch: slot.epochs,
+                    accesses: self.accesses,
+                    instructions: self.instructions,
+                    mmu: &mut self.mmu,
+                    caches: &mut self.caches,
+                    os: &mut self.os,
+                    inval: &mut self.inval,
+                };
+                slot.c.run(&mut cx)?;
+                self.apply_invalidations();
+                self.epochs.record(i);
+            }
+        }
+        Ok(())
+    }
+
+    /// A row of the time series: every counter, in name order.
+    fn sample(&mut self) {
+        if self.sample_order.is_empty() {
+            let mut names = crate::stats::Names::default();
+            self.report(&mut names);
+            let mut order: Vec<usize> = (0..names.0.len()).collect();
+            order.sort_by(|&a, &b| names.0[a].cmp(&names.0[b]));
+            self.sample_order = order;
+        }
+        let mut v = crate::stats::Values::default();
+        self.report(&mut v);
+        debug_assert_eq!(v.0.len(), self.sample_order.len(), "the counters are the same at every sample");
+        self.series.push(self.sample_order.iter().map(|&i| v.0[i]).collect());
+    }
+}

@@ -1,0 +1,56 @@
+//! Access observers: code that sees every access after its translation (PRISM's sub-page
+//! access and dirty bits, Rainbow's per-page counters, Lite's LRU distances). The simulator's
+//! loop is generic over the observer; [`NoObserver`] (the default) is zero-size and its calls
+//! compile to nothing, so the plain loop carries no observer code.
+
+use crate::stats::{Counters, Sink};
+use crate::units::PageSize;
+use xlat_trace::SideBody;
+
+/// Where an access was translated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Translated {
+    /// By a TLB of route level `0` (first level; the memo of first-level hits included) or
+    /// deeper (`1`, `2`, ...).
+    Level(u8),
+    /// By the miss handler (a walk): every TLB level missed.
+    Walk,
+    /// Not at all: no TLB serves the access kind (the access is counted as `untranslated`).
+    Untranslated,
+}
+
+/// One access as an observer sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Observed {
+    /// The (masked, relocated) virtual address.
+    pub va: u64,
+    /// The frame of the 4KB page holding `va` (0 when untranslated).
+    pub pfn: u64,
+    /// The size of the page (of the TLB entry that translated it: a splintered entry's size).
+    pub size: PageSize,
+    /// 0 load, 1 store, 2 instruction fetch.
+    pub kind: u8,
+    pub at: Translated,
+}
+
+/// What sees every access. `ACTIVE = false` compiles the calls out.
+pub trait AccessObserver: Counters + Send {
+    const ACTIVE: bool = true;
+    fn access(&mut self, a: &Observed);
+    /// A side event (syscall, context switch, IPC, phase) happened before the next access.
+    fn side(&mut self, _body: &SideBody) {}
+}
+
+/// No observer: the plain loop.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoObserver;
+
+impl AccessObserver for NoObserver {
+    const ACTIVE: bool = false;
+    #[inline(always)]
+    fn access(&mut self, _: &Observed) {}
+}
+
+impl Counters for NoObserver {
+    fn counters(&self, _: &mut dyn Sink) {}
+}

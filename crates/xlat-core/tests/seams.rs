@@ -1,0 +1,320 @@
+//! The seams the designs plug into, each exercised by a test that fails if the seam breaks:
+//! the miss path (page and range TLBs after a first-level miss), the miss handler (radix or
+//! software), the memory backend, epoch controllers, access observers, side events reaching
+//! components, and counters reported through one trait.
+
+use xlat_core::config::Config;
+use xlat_core::os::SimError;
+use xlat_core::sim::epoch::{EpochController, EpochCx, Period};
+use xlat_core::sim::observer::{AccessObserver, Observed, Translated};
+use xlat_core::stats::{Counters, Sink};
+use xlat_core::{presets, Simulator};
+use xlat_trace::{Access, AccessKind, Batch, Marker, SideBody, Syscall, SyscallKind};
+
+fn preset(name: &str, sets: &[&str]) -> Config {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    Config::from_toml(name, presets::get(name).expect("preset"), &sets).expect("valid")
+}
+
+fn mmap(b: &mut Batch, addr: u64, len: u64, flags: u64) {
+    let s = Syscall { kind: SyscallKind::Mmap, args: [0, len, 3, flags, u64::MAX, 0], ret: addr as i64 };
+    b.push_side(1, 0, SideBody::Syscall(s));
+}
+
+const G: u64 = 1 << 30;
+const ANON: u64 = 0x22;
+
+/// Loads, stores and fetches over 4KB, 2MB and 1GB pages, half near a recent address, with
+/// IPC and phase markers now and then, in several batches; instruction counts grow by 1-3.
+fn mixed_trace(n: u64) -> Vec<Batch> {
+    let (anon, huge2m, huge1g) = (0x7000_0000_0000u64, 0x7100_0000_0000u64, 0x7200_0000_0000u64);
+    let regions = [(anon, 2 * G), (huge2m, 64 << 20), (huge1g, 4 * G)];
+    let mut batches = vec![Batch::default()];
+    mmap(&mut batches[0], anon, 2 * G, ANON);
+    mmap(&mut batches[0], huge2m, 64 << 20, ANON | 0x40000 | (21 << 26));
+    mmap(&mut batches[0], huge1g, 4 * G, ANON | 0x40000 | (30 << 26));
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let (mut recent, mut ic) = (anon, 0u64);
+    for i in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let addr = if x & 1 == 0 {
+            recent ^ ((x >> 8) & 0x3fff)
+        } else {
+            let (base, len) = regions[(x >> 1) as usize % 3];
+            base + (x >> 16) % len
+        };
+        recent = addr;
+        let kind = [AccessKind::Load, AccessKind::Store, AccessKind::IFetch][(x >> 4) as usize % 3];
+        if i % 25_000 == 0 {
+            batches.push(Batch::default());
+        }
+        let b = batches.last_mut().expect("a batch");
+        if i % 997 == 0 {
+            b.push_side(1, ic, SideBody::Marker(Marker::IpcSend { peer: 2, bytes: 64 }));
+        }
+        if i % 4999 == 0 {
+            b.push_side(1, ic, SideBody::Marker(Marker::Phase { id: 1, name: "p".into() }));
+        }
+        ic += 1 + (x >> 30) % 3;
+        b.push_access(Access { addr: addr & !7, icount: ic, tid: 1, size: 8, kind });
+    }
+    batches
+}
+
+fn run(mut s: Simulator, batches: &[Batch]) -> (Simulator, std::collections::BTreeMap<String, u64>) {
+    for b in batches {
+        s.batch(b).expect("simulate");
+    }
+    s.check_invariants().expect("invariants");
+    let c = s.counters();
+    (s, c)
+}
+
+/// An observer that counts what it sees.
+#[derive(Default)]
+struct Census {
+    by_kind: [u64; 3],
+    by_level: [u64; 4],
+    walks: u64,
+    untranslated: u64,
+    ipc: u64,
+    phases: u64,
+    /// The frames of 4KB pages seen, checked against the page size.
+    misaligned: u64,
+}
+
+impl AccessObserver for Census {
+    fn access(&mut self, a: &Observed) {
+        self.by_kind[a.kind as usize] += 1;
+        match a.at {
+            Translated::Level(l) => self.by_level[l as usize] += 1,
+            Translated::Walk => self.walks += 1,
+            Translated::Untranslated => self.untranslated += 1,
+        }
+        if a.at != Translated::Untranslated
+            && a.va >> 12 & ((a.size.bytes() >> 12) - 1) != a.pfn & ((a.size.bytes() >> 12) - 1)
+        {
+            self.misaligned += 1;
+        }
+    }
+    fn side(&mut self, body: &SideBody) {
+        match body {
+            SideBody::Marker(Marker::IpcSend { .. }) => self.ipc += 1,
+            SideBody::Marker(Marker::Phase { .. }) => self.phases += 1,
+            _ => {}
+        }
+    }
+}
+
+impl Counters for Census {
+    fn counters(&self, out: &mut dyn Sink) {
+        out.put(format_args!("census.walks"), self.walks);
+    }
+}
+
+#[test]
+fn an_observer_sees_every_access_where_it_was_translated() {
+    let batches = mixed_trace(120_000);
+    let (_, plain) = run(Simulator::new(&preset("skylake", &[])).expect("simulator"), &batches);
+    let mut census = Census::default();
+    let (s, c) = {
+        // The observer is moved into the simulator; read it back through its counters and
+        // through a second run that keeps a handle.
+        let s = Simulator::with_observer(&preset("skylake", &[]), Census::default()).expect("simulator");
+        run(s, &batches)
+    };
+    assert_eq!(s.variant(), "general");
+    assert_eq!(c["census.walks"], c["walker.walks"]);
+    // Every counter of the plain loop is the same with an observer (which only adds its own).
+    for (k, v) in &plain {
+        assert_eq!(c[k], *v, "{k}");
+    }
+    // A second run whose observer's counts are read from shared state.
+    use std::sync::{Arc, Mutex};
+    struct Shared(Arc<Mutex<Census>>);
+    impl AccessObserver for Shared {
+        fn access(&mut self, a: &Observed) {
+            self.0.lock().unwrap().access(a)
+        }
+        fn side(&mut self, b: &SideBody) {
+            self.0.lock().unwrap().side(b)
+        }
+    }
+    impl Counters for Shared {
+        fn counters(&self, _: &mut dyn Sink) {}
+    }
+    let shared = Arc::new(Mutex::new(Census::default()));
+    let s = Simulator::with_observer(&preset("skylake", &[]), Shared(shared.clone())).expect("simulator");
+    let (_, c) = run(s, &batches);
+    std::mem::swap(&mut census, &mut shared.lock().unwrap());
+    assert_eq!(census.by_kind, [c["loads"], c["stores"], c["ifetches"]]);
+    let l1_hits = c["tlb_level1.data.hits"] + c["tlb_level1.instruction.hits"];
+    let l2_hits = c["tlb_level2.data.hits"] + c["tlb_level2.instruction.hits"];
+    assert_eq!(census.by_level[0], l1_hits);
+    assert_eq!(census.by_level[1], l2_hits);
+    assert_eq!(census.walks, c["walker.walks"]);
+    assert_eq!(census.untranslated, c["untranslated"]);
+    assert_eq!(census.misaligned, 0, "the frame seen is the page's frame of the address");
+    assert!(census.walks > 1000 && census.by_level[1] > 1000 && census.by_level[0] > 10_000);
+    // Side events reach the observer: every marker counted by the simulator.
+    assert_eq!(census.ipc + census.phases, c["markers"]);
+    assert_eq!(census.ipc, 121);
+}
+
+#[test]
+fn the_general_loop_counts_what_the_plain_one_counts_on_every_preset() {
+    // The general copy (handler and backend chosen at run time, a staged miss path that
+    // holds page TLBs only here) gives today's results: every counter, every preset.
+    let batches = mixed_trace(60_000);
+    for (name, _) in presets::ALL {
+        for sets in [&[][..], &["os.policy=thp"][..], &["sim.data_through_caches=true"][..]] {
+            let cfg = preset(name, sets);
+            let (plain_sim, plain) = run(Simulator::new(&cfg).expect("simulator"), &batches);
+            assert_eq!(plain_sim.variant(), "plain");
+            let general = Simulator::with_observer(&cfg, xlat_core::sim::observer::NoObserver).expect("simulator");
+            let (g, general) = run(general, &batches);
+            assert_eq!(g.variant(), "general");
+            assert_eq!(plain, general, "{name} {sets:?}");
+            assert_eq!(plain_sim.result("t").to_json(), g.result("t").to_json(), "{name} {sets:?}");
+        }
+    }
+}
+
+/// A controller that counts its runs and, on even epochs, disables half the ways of a TLB
+/// (restoring them on odd ones).
+struct WayFlipper {
+    every: Period,
+    tlb: &'static str,
+    runs: u64,
+    seen_instructions: Vec<u64>,
+    dropped: u64,
+}
+
+impl Counters for WayFlipper {
+    fn counters(&self, out: &mut dyn Sink) {
+        out.put(format_args!("dropped"), self.dropped);
+    }
+}
+
+impl EpochController for WayFlipper {
+    fn name(&self) -> &str {
+        "flip"
+    }
+    fn period(&self) -> Period {
+        self.every
+    }
+    fn run(&mut self, cx: &mut EpochCx<'_>) -> Result<(), SimError> {
+        self.runs += 1;
+        assert_eq!(cx.epoch, self.runs, "epochs are numbered from 1, each run once");
+        self.seen_instructions.push(cx.instructions);
+        let full = cx.mmu.tlbs().iter().find(|t| t.name == self.tlb).expect("tlb").ways_max();
+        let ways = if self.runs % 2 == 0 { full / 2 } else { full };
+        self.dropped += cx.mmu.set_active_ways(self.tlb, ways).expect("resize");
+        Ok(())
+    }
+}
+
+#[test]
+fn an_epoch_controller_runs_every_n_instructions_and_acts_on_the_tlbs() {
+    let batches = mixed_trace(100_000);
+    let n = 10_007;
+    let flipper =
+        WayFlipper { every: Period::Instructions(n), tlb: "l1d-4k", runs: 0, seen_instructions: vec![], dropped: 0 };
+    let mut s = Simulator::new(&preset("skylake", &[])).expect("simulator");
+    s.add_controller(Box::new(flipper)).expect("controller");
+    let (s, c) = run(s, &batches);
+    assert_eq!(c["epoch.flip.runs"], c["instructions"] / n, "floor(instructions / N) epochs");
+    assert!(c["epoch.flip.dropped"] > 100, "disabling ways drops entries");
+    let r = s.result("t");
+    let e = &r.epochs["flip"];
+    assert_eq!((e.unit.as_str(), e.every, e.rows.len() as u64), ("instructions", n, c["instructions"] / n));
+    assert_eq!(e.columns, vec!["dropped".to_string()]);
+    assert!(e.rows.windows(2).all(|w| w[0][0] <= w[1][0]), "cumulative");
+    // Fewer ways half the time: fewer first-level data hits than without the controller.
+    let (_, base) = run(Simulator::new(&preset("skylake", &[])).expect("simulator"), &batches);
+    assert!(c["tlb.l1d-4k.hits"] < base["tlb.l1d-4k.hits"]);
+    assert_eq!(c["accesses"], base["accesses"]);
+
+    // By accesses: exactly floor(accesses / N), also when the sampling of every counter runs
+    // at another period in the same run.
+    let by_acc =
+        WayFlipper { every: Period::Accesses(3001), tlb: "stlb", runs: 0, seen_instructions: vec![], dropped: 0 };
+    let mut s = Simulator::new(&preset("skylake", &["sim.interval_accesses=7000"])).expect("simulator");
+    s.add_controller(Box::new(by_acc)).expect("controller");
+    let (s, c) = run(s, &batches);
+    assert_eq!(c["epoch.flip.runs"], c["accesses"] / 3001);
+    assert_eq!(s.result("t").series.expect("series").rows.len() as u64, c["accesses"] / 7000);
+}
+
+#[test]
+fn a_controller_with_a_bad_period_or_name_is_refused() {
+    let mut s = Simulator::new(&preset("skylake", &[])).expect("simulator");
+    let f = |every| WayFlipper { every, tlb: "stlb", runs: 0, seen_instructions: vec![], dropped: 0 };
+    assert!(s.add_controller(Box::new(f(Period::Accesses(0)))).unwrap_err().contains("period of 0"));
+    s.add_controller(Box::new(f(Period::Accesses(5)))).expect("first");
+    assert!(s.add_controller(Box::new(f(Period::Accesses(5)))).unwrap_err().contains("two epoch controllers"));
+}
+
+/// A small machine: one 8-entry fully associative unified TLB, no PSCs, one cache level.
+fn software(extra: &str) -> Config {
+    let text = format!(
+        r#"
+name = "mips"
+[memory]
+size = "1GiB"
+dram_latency = 100
+[[tlb]]
+name = "tlb"
+level = 1
+role = "unified"
+entries = 8
+ways = 8
+page_sizes = ["4KB"]
+[[cache]]
+name = "L1"
+size = "4KiB"
+ways = 4
+latency = 2
+[walker]
+kind = "software"
+trap_cycles = 9
+nested_trap_cycles = 500
+{extra}
+"#
+    );
+    Config::from_toml("mips", &text, &[]).expect("valid")
+}
+
+#[test]
+fn a_software_handler_translates_its_own_page_table_loads() {
+    // Pages A and B share a 2MB region (one page-table page), C is in another region.
+    let base = 0x4000_0000u64;
+    let (a, b, c) = (base, base + 0x5000, base + (2 << 20));
+    let mut batch = Batch::default();
+    mmap(&mut batch, base, 64 << 20, ANON);
+    for (i, &va) in [a, b, c, a, b].iter().enumerate() {
+        batch.push_access(Access { addr: va, icount: i as u64 + 1, tid: 1, size: 8, kind: AccessKind::Load });
+    }
+    let s = Simulator::new(&software("")).expect("simulator");
+    assert_eq!(s.variant(), "general");
+    let (_, k) = run(s, &[batch]);
+    // A: a user miss, whose PTE load misses too (nested: the PT page's translation is not in
+    // the TLB). B: a user miss whose PTE page is now in the TLB. C: a user miss and a nested
+    // one (another PT page). A and B again: TLB hits.
+    assert_eq!(k["walker.walks"], 3);
+    assert_eq!(k["walker.nested_misses"], 2);
+    assert_eq!(k["walker.loads"], 5, "a PTE load per miss, a root-entry load per nested miss");
+    assert_eq!(k["walker.faulting_walks"], 3);
+    // The TLB saw 5 user lookups and 3 nested ones (the handler's PTE loads), 2 + 1 hits.
+    assert_eq!(k["tlb.tlb.accesses"], 8);
+    assert_eq!(k["tlb.tlb.hits"], 3);
+    assert_eq!(k["tlb.tlb.fills"], 5, "3 user pages, 2 page-table pages");
+    // Cycles: 3 traps of 9 and 2 nested traps of 500, plus each load's latency. From memory
+    // (100): A's nested load (its PD entry), A's PTE and C's PTE (each in a new page-table
+    // page). From the L1 (2): B's PTE (in the line A's PTE load brought in: entries 0 and 5 of
+    // one PT) and C's nested load (PD entries 0 and 1 share a line).
+    assert_eq!((k["walker.loads_hit.L1"], k["walker.loads_hit.DRAM"]), (2, 3));
+    assert_eq!(k["walker.cycles"], 3 * 9 + 2 * 500 + 2 * 2 + 3 * 100);
+}
