@@ -210,7 +210,7 @@ impl EpochController for WayFlipper {
         assert_eq!(cx.epoch, self.runs, "epochs are numbered from 1, each run once");
         self.seen_instructions.push(cx.instructions);
         let full = cx.mmu.tlbs().iter().find(|t| t.name == self.tlb).expect("tlb").ways_max();
-        let ways = if self.runs % 2 == 0 { full / 2 } else { full };
+        let ways = if self.runs.is_multiple_of(2) { full / 2 } else { full };
         self.dropped += cx.mmu.set_active_ways(self.tlb, ways).expect("resize");
         Ok(())
     }
