@@ -262,6 +262,8 @@ pub struct Simulator {
     threads: HashMap<u32, u64>,
     instructions: u64,
     range_shootdowns: u64,
+    /// Invalidations the OS returned, performed by `drain_invalidations`.
+    inval: Vec<Invalidation>,
     context_flushes: u64,
     markers: u64,
     series: Vec<(u64, u64, Vec<u64>)>,
@@ -390,6 +392,7 @@ impl Simulator {
             threads: HashMap::new(),
             instructions: 0,
             range_shootdowns: 0,
+            inval: Vec::new(),
             context_flushes: 0,
             markers: 0,
             series: Vec::new(),
@@ -601,12 +604,17 @@ impl Simulator {
         }
         let levels = self.os.levels();
         let root = self.os.root();
-        let (pfn, size) = match self.os.pt.lookup_memo(root, levels, va) {
+        let (pfn, size) = match self.os.translate(va) {
             Some(x) => x,
             None => {
                 self.ws.faulting_walks += 1;
-                self.os.fault(va)?;
-                self.os.pt.lookup_memo(root, levels, va).expect("the fault mapped the page")
+                self.os.fault(va, &mut self.inval)?;
+                if !self.inval.is_empty() {
+                    // Reclaim evicted pages to make room.
+                    self.memo.clear(&mut self.tlbs);
+                    self.drain_invalidations();
+                }
+                self.os.translate(va).expect("the fault mapped the page")
             }
         };
         self.ws.walks_by_size[size as usize] += 1;
@@ -626,12 +634,12 @@ impl Simulator {
         let ncache = self.caches.levels.len();
         loop {
             let i = index(va, level);
-            let pa = self.os.pt.table_pa(t) + 8 * i as u64;
+            let pa = self.os.tables().table_pa(t) + 8 * i as u64;
             let (hit, lat) =
                 if ncache == 0 { (0, self.caches.dram_latency) } else { self.caches.access_walk_as(S::CACHES, pa) };
             cycles += lat;
             self.ws.loads_at[level * (ncache + 1) + hit] += 1;
-            match self.os.pt.entry(t, i) {
+            match self.os.tables().entry(t, i) {
                 Entry::Leaf(_) => break,
                 Entry::Table(c) => {
                     if let Some(p) = self.pscs.get_mut(self.psc_for_level[level & 7]) {
@@ -649,10 +657,10 @@ impl Simulator {
     }
 
     fn drain_invalidations(&mut self) {
-        if self.os.inval.is_empty() {
+        if self.inval.is_empty() {
             return;
         }
-        let inval = std::mem::take(&mut self.os.inval);
+        let mut inval = std::mem::take(&mut self.inval);
         for i in &inval {
             match *i {
                 Invalidation::Range { asid, start, end } => {
@@ -672,6 +680,8 @@ impl Simulator {
         for p in &mut self.pscs {
             p.flush();
         }
+        inval.clear();
+        self.inval = inval;
         self.live_probes();
         self.range_shootdowns += 1;
     }
@@ -680,7 +690,7 @@ impl Simulator {
         self.memo.clear(&mut self.tlbs);
         match body {
             SideBody::Syscall(s) => {
-                self.os.syscall(s)?;
+                self.os.syscall(s, &mut self.inval)?;
                 self.drain_invalidations();
             }
             SideBody::Marker(Marker::ContextSwitch { asid }) => {
@@ -804,7 +814,7 @@ impl Simulator {
     #[inline]
     fn prefetch(&self, va: u64) {
         let va = va & self.va_mask;
-        let pt = &self.os.pt;
+        let pt = self.os.tables();
         let Some(t) = pt.pt_of(self.os.root(), self.os.levels(), va) else {
             return;
         };
@@ -1016,7 +1026,7 @@ impl Simulator {
         put("shootdowns.range".into(), self.range_shootdowns);
         put("shootdowns.context_switch".into(), self.context_flushes);
         let mut os = crate::stats::Named::default();
-        crate::stats::Counters::counters(&self.os.stats, &mut os);
+        crate::stats::Counters::counters(&self.os, &mut os);
         m.extend(os.0);
         m
     }
