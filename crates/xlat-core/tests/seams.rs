@@ -318,3 +318,107 @@ fn a_software_handler_translates_its_own_page_table_loads() {
     assert_eq!((k["walker.loads_hit.L1"], k["walker.loads_hit.DRAM"]), (2, 3));
     assert_eq!(k["walker.cycles"], 3 * 9 + 2 * 500 + 2 * 2 + 3 * 100);
 }
+
+/// Every access of the batches after a first pass, translated by the observer: (va, pfn).
+#[derive(Default)]
+struct Frames(std::sync::Arc<std::sync::Mutex<Vec<(u64, u64, Translated)>>>);
+
+impl AccessObserver for Frames {
+    fn access(&mut self, a: &Observed) {
+        self.0.lock().unwrap().push((a.va, a.pfn, a.at));
+    }
+}
+
+impl Counters for Frames {
+    fn counters(&self, _: &mut dyn Sink) {}
+}
+
+#[test]
+fn a_range_tlb_in_the_miss_path_translates_in_parallel_or_in_sequence() {
+    // One 64 MiB mapping, eagerly paged into physically contiguous memory: one range. Three
+    // distinct 4KB pages of it, then the first again.
+    let base = 0x7000_0000_0000u64;
+    let mut b = Batch::default();
+    mmap(&mut b, base, 64 << 20, ANON);
+    let pages = [base + 0x1000, base + (40 << 20), base + (7 << 20) + 0x123, base + 0x1008];
+    for (i, &va) in pages.iter().enumerate() {
+        b.push_access(Access { addr: va, icount: i as u64 + 1, tid: 1, size: 8, kind: AccessKind::Load });
+    }
+    let eager = ["os.allocation=eager", "os.ranges=contiguous"];
+    for (stage, level) in [(2, 2), (3, 3)] {
+        let mut sets: Vec<&str> = eager.to_vec();
+        let extra = format!("[[range_tlb]]\nname = \"r\"\nentries = 32\nstage = {stage}\nlatency = 7\n");
+        let text = format!("{}{extra}", presets::get("skylake").expect("preset"));
+        sets.push("tlb.stlb.entries=1536");
+        let cfg = Config::from_toml("skylake", &text, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            .expect("valid");
+        let seen = Frames::default();
+        let log = seen.0.clone();
+        let s = Simulator::with_observer(&cfg, seen).expect("simulator");
+        let (s, c) = run(s, std::slice::from_ref(&b));
+        assert_eq!(s.os().ranges().len(), 1, "one range: the mapping is contiguous");
+        // The first page walks (and fills the range TLB from the OS's range table); the next
+        // two miss the L1 and the STLB and hit the range TLB; the last hits the L1.
+        assert_eq!(c["walker.walks"], 1, "stage {stage}");
+        assert_eq!(c["range_tlb.r.hits"], 2);
+        assert_eq!(c["range_tlb.r.fills"], 1);
+        assert_eq!(c[&format!("tlb_level{level}.data.hits")], 2);
+        assert_eq!(c["range_tlb.r.accesses"], c[&format!("tlb_level{level}.data.lookups")]);
+        if stage == 3 {
+            // In sequence: probed only after the STLB missed.
+            assert_eq!(c["tlb_level3.data.lookups"], c["tlb_level2.data.misses"]);
+        }
+        // The translation a range gives is the page table's.
+        for &(va, pfn, at) in log.lock().unwrap().iter() {
+            let (page, size) = s.os().lookup(va).expect("mapped");
+            assert_eq!(pfn, page + ((va & (size.bytes() - 1)) >> 12), "{va:#x} at {at:?}");
+        }
+        assert!(log.lock().unwrap().iter().any(|&(_, _, at)| at == Translated::Level(1) || at == Translated::Level(2)));
+    }
+}
+
+#[test]
+fn two_memory_kinds_with_every_frame_in_dram_count_what_one_dram_counts() {
+    let batches = mixed_trace(60_000);
+    let plain = preset("skylake", &[]);
+    let (_, one) = run(Simulator::new(&plain).expect("simulator"), &batches);
+    // 64 GiB of DRAM (at the plain latency) and 32 GiB of NVM after it: the lowest-first
+    // tiering never reaches the NVM.
+    let kinds = "\n[[memory.kinds]]\nname = \"dram\"\nsize = \"64GiB\"\nread_latency = 200\nwrite_latency = 200\nread_energy_pj = 20.0\n[[memory.kinds]]\nname = \"nvm\"\nsize = \"32GiB\"\nread_latency = 600\nwrite_latency = 1500\n";
+    let text = strip_memory(presets::get("skylake").expect("preset")) + kinds;
+    let two = Config::from_toml("skylake", &text, &[]).expect("valid");
+    let s = Simulator::new(&two).expect("simulator");
+    assert_eq!(s.variant(), "general");
+    let (_, k) = run(s, &batches);
+    for (name, v) in &one {
+        assert_eq!(k[name], *v, "{name}");
+    }
+    assert_eq!(k["memory.dram.walk_reads"], one["dram.walk_accesses"]);
+    assert_eq!(k["memory.nvm.reads"] + k["memory.nvm.writes"], 0);
+
+    // With 16 MiB of DRAM the page tables and data spill into the NVM, whose latency the walk
+    // loads that reach memory then pay.
+    let small = text.replace("size = \"64GiB\"", "size = \"16MiB\"");
+    let cfg = Config::from_toml("skylake", &small, &[]).expect("valid");
+    let (_, k) = run(Simulator::new(&cfg).expect("simulator"), &batches);
+    assert!(k["memory.nvm.walk_reads"] > 1000, "{}", k["memory.nvm.walk_reads"]);
+    let memory_loads = k["memory.dram.walk_reads"] + k["memory.nvm.walk_reads"];
+    assert_eq!(memory_loads, k["dram.walk_accesses"]);
+    assert!(k["walker.cycles"] > one["walker.cycles"]);
+}
+
+/// A preset's text without its `[memory]` table (the tests add their own).
+fn strip_memory(text: &str) -> String {
+    let mut out = String::new();
+    let mut skip = false;
+    for line in text.lines() {
+        if line.starts_with('[') {
+            skip = line.trim() == "[memory]";
+        }
+        if !skip {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}

@@ -460,3 +460,33 @@ fn miss_profile_counts_every_walk_in_its_2mb_region() {
     s.batch(&b).unwrap();
     assert!(s.result("t").miss_profile.is_none() && !s.result("t").to_json().contains("miss_profile"));
 }
+
+#[test]
+fn reclaim_lets_a_workload_larger_than_memory_run() {
+    // 1024 pages touched twice over 2MiB of memory (512 frames): with FIFO reclaim the run ends,
+    // evicted pages are shot down from the TLB (1024 entries, so nothing else evicts them) and
+    // fault again as major faults; without reclaim it fails with the one-sentence error.
+    let base = 0x7000_0000_0000u64;
+    let mut b = Batch::default();
+    mmap(&mut b, base, 4 << 20, ANON);
+    for _ in 0..2 {
+        for i in 0..1024 {
+            load(&mut b, base + i * 4096);
+        }
+    }
+    let sets = ["memory.size=2MiB", "tlb.l1-4k.entries=1024", "tlb.l1-4k.ways=1024"];
+    let mut s = Simulator::new(&small("", &[&sets[..], &["os.reclaim=fifo"]].concat())).unwrap();
+    s.batch(&b).unwrap();
+    let c = s.counters();
+    assert!(c["os.reclaimed_pages"] > 500, "{}", c["os.reclaimed_pages"]);
+    assert!(c["os.major_faults"] > 0);
+    assert_eq!(c["os.page_faults"], 1024 + c["os.major_faults"]);
+    assert!(c["tlb.l1-4k.invalidations"] >= c["os.major_faults"]);
+    assert!(c["shootdowns.range"] > 0);
+    let mut s = Simulator::new(&small("", &sets)).unwrap();
+    let e = s.batch(&b).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!("physical memory (2 MiB) is exhausted at virtual address {:#x}; raise memory.size", base + 508 * 4096)
+    );
+}

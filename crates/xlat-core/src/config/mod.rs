@@ -159,6 +159,98 @@ pub struct OsConfig {
     /// and relocates trace addresses into them (`docs/simulator.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pools_at: Option<PoolsAt>,
+    /// When memory is allocated: on the first touch (`demand`) or when mapped (`eager`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub allocation: Allocation,
+    /// Eager paging: the largest buddy order a mapping is populated with (default
+    /// `memory.max_order`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eager_max_order: Option<u32>,
+    /// Range translations kept in a per-process range table (RMM): `none` or `contiguous`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub ranges: RangePolicy,
+    /// Smallest range translation (`ranges = "contiguous"`), a multiple of 4KiB.
+    #[serde(default = "default_range_threshold", skip_serializing_if = "is_default_range_threshold")]
+    pub range_threshold: Size,
+    /// Which memory kind (zone) an allocation tries first.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub tiering: TieringPolicy,
+    /// What an allocation that finds no free block does.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub reclaim: ReclaimPolicy,
+    /// Access/dirty metadata: in the page-table entries (`page`) or also in a companion page
+    /// beside each page-directory page (`registry`, PRISM).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub metadata: MetadataPolicy,
+}
+
+fn is_default<T: Default + PartialEq>(x: &T) -> bool {
+    *x == T::default()
+}
+fn default_range_threshold() -> Size {
+    Size(32 << 10)
+}
+fn is_default_range_threshold(s: &Size) -> bool {
+    *s == default_range_threshold()
+}
+
+/// `os.allocation`: when the OS backs a mapping with frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Allocation {
+    /// On the first touch of each page (Linux).
+    #[default]
+    Demand,
+    /// The whole region at mmap/brk/mremap growth, with the largest free buddy blocks (RMM's
+    /// eager paging, seed 000 Algorithm 4.1).
+    Eager,
+}
+
+/// `os.ranges`: how range translations are created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum RangePolicy {
+    /// No range table.
+    #[default]
+    None,
+    /// A range for each maximal run of a VMA's pages backed by contiguous frames of at least
+    /// `os.range_threshold` bytes.
+    Contiguous,
+}
+
+/// `os.tiering`: the order in which allocations try the memory kinds (zones).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum TieringPolicy {
+    /// The lowest zone with a free block first (the first kind, DRAM, then the next).
+    #[default]
+    LowestFirst,
+    /// Program data from the highest zone first (Rainbow places new pages in NVM); page tables
+    /// still lowest first.
+    HighestFirst,
+}
+
+/// `os.reclaim`: what happens when no free block is left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum ReclaimPolicy {
+    /// The run fails ("physical memory is exhausted").
+    #[default]
+    None,
+    /// Evict resident 4KB pages in the order they were mapped.
+    Fifo,
+}
+
+/// `os.metadata`: where access/dirty metadata is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum MetadataPolicy {
+    /// One accessed and one dirty bit per page-table entry (x86-64).
+    #[default]
+    Page,
+    /// A companion 4KB page beside each page-directory (level-2) page, 512 metadata entries
+    /// (PRISM's metadata registry).
+    Registry,
 }
 
 /// Start addresses of the mosaic pools in the trace's address space (`os.pools_at`).
@@ -185,7 +277,20 @@ fn default_true() -> bool {
 
 impl Default for OsConfig {
     fn default() -> Self {
-        OsConfig { levels: 4, policy: Policy::Base, thp: ThpMode::Always, asid: true, pools_at: None }
+        OsConfig {
+            levels: 4,
+            policy: Policy::Base,
+            thp: ThpMode::Always,
+            asid: true,
+            pools_at: None,
+            allocation: Allocation::Demand,
+            eager_max_order: None,
+            ranges: RangePolicy::None,
+            range_threshold: default_range_threshold(),
+            tiering: TieringPolicy::LowestFirst,
+            reclaim: ReclaimPolicy::None,
+            metadata: MetadataPolicy::Page,
+        }
     }
 }
 
@@ -202,9 +307,51 @@ pub struct MemoryConfig {
     /// that only the rest can back 2MB pages.
     #[serde(default)]
     pub fragmentation: f64,
-    /// Cycles of a DRAM access (a load that misses every cache).
+    /// Cycles of a DRAM access (a load that misses every cache). With `kinds`, the first
+    /// kind's `read_latency` (giving both is rejected).
     #[serde(default = "default_dram")]
     pub dram_latency: u64,
+    /// The kinds of physical memory, in address order from physical address 0 (each one a
+    /// zone of the buddy allocator). Empty: one DRAM kind of `size`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<MemoryKind>,
+}
+
+/// One kind of physical memory (`[[memory.kinds]]`): a contiguous range of frames.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryKind {
+    /// Unique among the kinds ("dram", "nvm").
+    pub name: String,
+    /// A positive multiple of 2MiB.
+    pub size: Size,
+    /// Cycles of a read that misses every cache.
+    #[serde(default = "default_dram")]
+    pub read_latency: u64,
+    /// Cycles of a write that misses every cache.
+    #[serde(default = "default_dram")]
+    pub write_latency: u64,
+    /// Energy per read access (picojoules).
+    #[serde(default)]
+    pub read_energy_pj: f64,
+    /// Energy per write access (picojoules).
+    #[serde(default)]
+    pub write_energy_pj: f64,
+    /// Static (leakage and refresh) power (milliwatts).
+    #[serde(default)]
+    pub static_power_mw: f64,
+}
+
+impl std::hash::Hash for MemoryKind {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.name.hash(h);
+        self.size.hash(h);
+        self.read_latency.hash(h);
+        self.write_latency.hash(h);
+        self.read_energy_pj.to_bits().hash(h);
+        self.write_energy_pj.to_bits().hash(h);
+        self.static_power_mw.to_bits().hash(h);
+    }
 }
 
 impl std::hash::Hash for MemoryConfig {
@@ -213,8 +360,12 @@ impl std::hash::Hash for MemoryConfig {
         self.max_order.hash(h);
         self.fragmentation.to_bits().hash(h);
         self.dram_latency.hash(h);
+        self.kinds.hash(h);
     }
 }
+
+/// At most this many memory kinds (zones).
+pub const MAX_MEMORY_KINDS: usize = 8;
 
 fn default_phys() -> Size {
     Size(64 << 30)
@@ -228,7 +379,7 @@ fn default_dram() -> u64 {
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        MemoryConfig { size: default_phys(), max_order: 18, fragmentation: 0.0, dram_latency: 200 }
+        MemoryConfig { size: default_phys(), max_order: 18, fragmentation: 0.0, dram_latency: 200, kinds: Vec::new() }
     }
 }
 
@@ -397,7 +548,22 @@ impl Config {
         for s in sets {
             apply_set(&mut table, s)?;
         }
+        let memory = table.get("memory").and_then(|m| m.as_table());
+        let has = |k: &str| memory.is_some_and(|m| m.contains_key(k));
+        let (both, size_given) = (has("kinds") && has("dram_latency"), has("size"));
         let mut cfg: Config = from_value(what, toml::Value::Table(table))?;
+        if both {
+            return err(format!(
+                "config '{}': give memory.dram_latency or memory.kinds, not both (with kinds, each kind's read_latency applies).",
+                cfg.name
+            ));
+        }
+        if let Some(first) = cfg.memory.kinds.first() {
+            cfg.memory.dram_latency = first.read_latency;
+            if !size_given {
+                cfg.memory.size = Size(cfg.memory.kinds.iter().fold(0u64, |a, k| a.saturating_add(k.size.0)));
+            }
+        }
         if let Some(l) = layout {
             cfg.layout = Some(l);
             cfg.os.policy = Policy::Mosaic;
@@ -422,6 +588,7 @@ impl Config {
                 m.size.0
             ));
         }
+        self.validate_kinds_and_policies()?;
         if !(0.0..=1.0).contains(&m.fragmentation) {
             return err(format!("config '{c}': memory.fragmentation = {} must be between 0 and 1.", m.fragmentation));
         }
@@ -537,6 +704,67 @@ impl Config {
         Ok(())
     }
 
+    /// `[[memory.kinds]]` and the OS policies' keys.
+    fn validate_kinds_and_policies(&self) -> Result<()> {
+        let (c, m) = (&self.name, &self.memory);
+        if m.kinds.len() > MAX_MEMORY_KINDS {
+            return err(format!("config '{c}': memory.kinds has {} kinds, at most {MAX_MEMORY_KINDS}.", m.kinds.len()));
+        }
+        for (i, k) in m.kinds.iter().enumerate() {
+            let w = format!("config '{c}': memory kind '{}' (memory.kinds[{i}])", k.name);
+            if k.name.is_empty() {
+                return err(format!("config '{c}': memory.kinds[{i}].name is empty."));
+            }
+            if m.kinds[..i].iter().any(|o| o.name == k.name) {
+                return err(format!("{w}: the name is used twice."));
+            }
+            if k.size.0 == 0 || !k.size.0.is_multiple_of(2 << 20) {
+                return err(format!("{w}: size = {} must be a positive multiple of 2MiB.", k.size.0));
+            }
+            for (f, v) in [
+                ("read_energy_pj", k.read_energy_pj),
+                ("write_energy_pj", k.write_energy_pj),
+                ("static_power_mw", k.static_power_mw),
+            ] {
+                if !v.is_finite() || v < 0.0 {
+                    return err(format!("{w}: {f} = {v} must be a finite number >= 0."));
+                }
+            }
+        }
+        let sum = m.kinds.iter().fold(0u64, |a, k| a.saturating_add(k.size.0));
+        if !m.kinds.is_empty() && sum != m.size.0 {
+            return err(format!(
+                "config '{c}': memory.size = {} must equal the sum of the memory.kinds sizes ({sum}); leave memory.size out to take the sum.",
+                m.size.0
+            ));
+        }
+        let o = &self.os;
+        if let Some(k) = o.eager_max_order {
+            if o.allocation != Allocation::Eager {
+                return err(format!("config '{c}': os.eager_max_order only applies to os.allocation = \"eager\"."));
+            }
+            if k > m.max_order {
+                return err(format!(
+                    "config '{c}': os.eager_max_order = {k} must be at most memory.max_order = {}.",
+                    m.max_order
+                ));
+            }
+        }
+        if !is_default_range_threshold(&o.range_threshold) && o.ranges == RangePolicy::None {
+            return err(format!("config '{c}': os.range_threshold only applies to os.ranges = \"contiguous\"."));
+        }
+        if o.range_threshold.0 == 0 || !o.range_threshold.0.is_multiple_of(4096) {
+            return err(format!(
+                "config '{c}': os.range_threshold = {} must be a positive multiple of 4KiB.",
+                o.range_threshold.0
+            ));
+        }
+        if o.tiering != TieringPolicy::LowestFirst && m.kinds.len() < 2 {
+            return err(format!("config '{c}': os.tiering = \"highest-first\" needs at least two memory.kinds."));
+        }
+        Ok(())
+    }
+
     /// Canonical JSON of the effective configuration (defaults filled in).
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).expect("config serialises")
@@ -624,5 +852,75 @@ page_sizes = ["4KB"]
         assert_eq!(c.tlb[0].entries, 128);
         assert_eq!(c.os.policy, Policy::Thp);
         assert_ne!(c.hash_hex(), Config::from_toml("t", MIN, &[]).unwrap().hash_hex());
+    }
+
+    #[test]
+    fn memory_kinds_and_os_policies() {
+        let kinds = "[memory]\n[[memory.kinds]]\nname = \"dram\"\nsize = \"4GiB\"\nread_latency = 150\n[[memory.kinds]]\nname = \"nvm\"\nsize = \"8GiB\"\nread_latency = 600\n";
+        let c =
+            Config::from_toml("t", &format!("{MIN}{kinds}"), &["memory.kinds.nvm.write_latency=2000".into()]).unwrap();
+        assert_eq!(c.memory.size.0, 12 << 30, "memory.size left out: the sum");
+        assert_eq!(c.memory.dram_latency, 150, "the first kind's read latency");
+        assert_eq!(c.memory.kinds[1].write_latency, 2000);
+        assert!(c.to_json()["memory"].get("kinds").is_some());
+        let d = Config::from_toml("t", MIN, &[]).unwrap();
+        assert!(d.to_json()["memory"].get("kinds").is_none(), "absent by default: results unchanged");
+        assert!(d.to_json()["os"].get("allocation").is_none());
+        let e = bad(kinds, &["memory.size=8GiB"]);
+        assert!(
+            e.contains("memory.size = 8589934592 must equal the sum of the memory.kinds sizes (12884901888)"),
+            "{e}"
+        );
+        let e = bad(kinds, &["memory.dram_latency=100"]);
+        assert!(e.contains("give memory.dram_latency or memory.kinds, not both"), "{e}");
+        let e = bad(kinds, &["memory.kinds.nvm.size=3MiB"]);
+        assert!(
+            e.contains("memory kind 'nvm' (memory.kinds[1]): size = 3145728 must be a positive multiple of 2MiB"),
+            "{e}"
+        );
+        let e = bad(kinds, &["memory.kinds.nvm.name=\"dram\""]);
+        assert!(e.contains("memory kind 'dram' (memory.kinds[1]): the name is used twice"), "{e}");
+        let e = bad(kinds, &["memory.kinds.nvm.read_energy_pj=-1.0"]);
+        assert!(e.contains("read_energy_pj = -1 must be a finite number >= 0"), "{e}");
+        let c = Config::from_toml(
+            "t",
+            &format!("{MIN}{kinds}"),
+            &[
+                "os.tiering=highest-first",
+                "os.allocation=eager",
+                "os.eager_max_order=10",
+                "os.ranges=contiguous",
+                "os.range_threshold=64KiB",
+                "os.reclaim=fifo",
+                "os.metadata=registry",
+            ]
+            .map(String::from),
+        )
+        .unwrap();
+        assert_eq!(
+            (c.os.tiering, c.os.allocation, c.os.eager_max_order),
+            (TieringPolicy::HighestFirst, Allocation::Eager, Some(10))
+        );
+        assert_eq!(
+            (c.os.ranges, c.os.range_threshold.0, c.os.reclaim, c.os.metadata),
+            (RangePolicy::Contiguous, 64 << 10, ReclaimPolicy::Fifo, MetadataPolicy::Registry)
+        );
+        for (sets, want) in [
+            (&["os.tiering=highest-first"][..], "os.tiering = \"highest-first\" needs at least two memory.kinds"),
+            (&["os.eager_max_order=3"][..], "os.eager_max_order only applies to os.allocation = \"eager\""),
+            (
+                &["os.allocation=eager", "os.eager_max_order=19"][..],
+                "os.eager_max_order = 19 must be at most memory.max_order = 18",
+            ),
+            (&["os.range_threshold=64KiB"][..], "os.range_threshold only applies to os.ranges = \"contiguous\""),
+            (
+                &["os.ranges=contiguous", "os.range_threshold=1000"][..],
+                "os.range_threshold = 1000 must be a positive multiple of 4KiB",
+            ),
+            (&["os.reclaim=lru"][..], "unknown variant `lru`, expected `none` or `fifo`"),
+        ] {
+            let e = bad("", sets);
+            assert!(e.contains(want), "{e}");
+        }
     }
 }

@@ -56,7 +56,8 @@ pub(crate) fn parse_toml(what: &str, text: &str) -> Result<toml::Table> {
 }
 
 /// Apply one `key=value` override to a configuration table. Keys are dotted paths; arrays of
-/// named tables (`tlb`, `psc`, `cache`, `range_tlb`) are indexed by name: `tlb.l2.entries=2048`. The value is
+/// named tables (`tlb`, `psc`, `cache`, `range_tlb`, `memory.kinds`) are indexed by name:
+/// `tlb.l2.entries=2048`. The value is
 /// read as TOML (`2048`, `true`, `"lru"`), or as a string when that fails (`os.policy=thp`).
 pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
     let (key, value) = assignment
@@ -76,7 +77,7 @@ pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
     let mut i = 0;
     while i + 1 < parts.len() {
         let p = parts[i];
-        if matches!(p, "tlb" | "psc" | "cache" | "range_tlb") {
+        if matches!(p, "tlb" | "psc" | "cache" | "range_tlb") || (p == "kinds" && i == 1 && parts[0] == "memory") {
             let name = parts[i + 1];
             let arr = cur
                 .get_mut(p)

@@ -122,9 +122,26 @@ impl Counters for MemoryKinds {
     }
 }
 
-/// The backend `cfg` describes: one DRAM unless `memory.kinds` names several memory kinds.
-pub fn from_config(_cfg: &crate::config::Config) -> AnyBackend {
-    AnyBackend::Dram(Dram)
+/// The backend `cfg` describes: one DRAM unless `memory.kinds` lists the memory kinds.
+pub fn from_config(cfg: &crate::config::Config) -> AnyBackend {
+    if cfg.memory.kinds.is_empty() {
+        return AnyBackend::Dram(Dram);
+    }
+    let specs: Vec<KindSpec> = cfg
+        .memory
+        .kinds
+        .iter()
+        .map(|k| KindSpec {
+            name: k.name.clone(),
+            bytes: k.size.0,
+            read_latency: k.read_latency,
+            write_latency: k.write_latency,
+            read_energy_pj: k.read_energy_pj,
+            write_energy_pj: k.write_energy_pj,
+            static_power_mw: k.static_power_mw,
+        })
+        .collect();
+    AnyBackend::Kinds(MemoryKinds::new(&specs))
 }
 
 /// The backend of a configuration, chosen at run time (the general loop).

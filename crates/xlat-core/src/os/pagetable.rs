@@ -6,6 +6,10 @@
 //! (present bit, leaf bit, and the child table's arena index or the leaf's frame number); the
 //! physical address a walk load reads is `table_pa[table] + 8 * index`, exactly the address the
 //! hardware would read.
+//!
+//! Tables of one chosen level may get a *companion page* (PRISM's metadata registry): a 4KB
+//! frame allocated with the table, holding one metadata entry per entry of the table, at
+//! `companion_pa(table) + 8 * index`.
 
 use crate::host::HostVec;
 use crate::units::PageSize;
@@ -49,6 +53,12 @@ fn decode(e: u32) -> Entry {
 pub struct PageTables {
     /// Physical address of each table.
     pa: Vec<u64>,
+    /// Level of each table (1 = PT).
+    level: Vec<u8>,
+    /// Physical address of each table's companion page (`NO_COMPANION`: none).
+    companion: Vec<u64>,
+    /// The level whose tables get a companion page.
+    companion_level: Option<usize>,
     /// 512 entries per table.
     entries: HostVec,
     /// Present entries per table.
@@ -110,14 +120,30 @@ impl RegionMemo {
     }
 }
 
+const NO_COMPANION: u64 = u64::MAX;
+
 impl PageTables {
+    /// Tables whose tables of `companion_level` (if any) get a companion page.
+    pub fn with_companions(companion_level: Option<usize>) -> PageTables {
+        PageTables { companion_level, ..PageTables::default() }
+    }
+
     pub fn tables(&self) -> usize {
         self.pa.len()
     }
 
-    /// A new empty table at physical frame `pfn`.
-    pub fn new_table(&mut self, pfn: u64) -> u32 {
+    /// Whether a new table of `level` needs a companion page.
+    pub fn needs_companion(&self, level: usize) -> bool {
+        self.companion_level == Some(level)
+    }
+
+    /// A new empty table of `level` at physical frame `pfn`, with its companion page at frame
+    /// `companion` (given exactly when [`PageTables::needs_companion`] says so).
+    pub fn new_table(&mut self, level: usize, pfn: u64, companion: Option<u64>) -> u32 {
+        debug_assert_eq!(companion.is_some(), self.needs_companion(level), "a companion exactly where wanted");
         self.pa.push(pfn << 12);
+        self.level.push(level as u8);
+        self.companion.push(companion.map_or(NO_COMPANION, |c| c << 12));
         self.entries.grow(512);
         self.present.push(0);
         (self.pa.len() - 1) as u32
@@ -126,6 +152,19 @@ impl PageTables {
     #[inline(always)]
     pub fn table_pa(&self, t: u32) -> u64 {
         self.pa[t as usize]
+    }
+
+    /// Physical address of the companion (metadata) page of table `t`, if it has one: the
+    /// metadata of entry `i` is at `companion_pa(t) + 8 * i`.
+    #[inline(always)]
+    pub fn companion_pa(&self, t: u32) -> Option<u64> {
+        let c = self.companion[t as usize];
+        (c != NO_COMPANION).then_some(c)
+    }
+
+    /// Level of table `t` (1 = PT).
+    pub fn level_of(&self, t: u32) -> usize {
+        self.level[t as usize] as usize
     }
 
     #[inline(always)]
@@ -262,10 +301,12 @@ impl PageTables {
         })
     }
 
-    /// Map the `size` page at `va` (aligned) to frame `pfn`, creating tables with `new_pfn`
-    /// (`None` from it means physical memory ran out: `Err(OutOfFrames)`).
+    /// Map the `size` page at `va` (aligned) to frame `pfn`, creating tables with
+    /// `new_frames(companion)`, which gives a table's frame and, when `companion` is true, its
+    /// companion page's frame (`None` from it means physical memory ran out:
+    /// `Err(OutOfFrames)`; the tables created until then stay, so a retry continues).
     /// An empty table where the leaf goes is replaced (it stays allocated; see docs). Returns
-    /// the number of tables created, or Err if a table frame could not be allocated.
+    /// the number of tables created.
     pub fn map(
         &mut self,
         root: u32,
@@ -273,7 +314,7 @@ impl PageTables {
         va: u64,
         size: PageSize,
         pfn: u64,
-        new_pfn: &mut dyn FnMut() -> Option<u64>,
+        new_frames: &mut dyn FnMut(bool) -> Option<(u64, Option<u64>)>,
     ) -> Result<u32, OutOfFrames> {
         let leaf_level = size.leaf_level();
         let mut t = root;
@@ -283,7 +324,8 @@ impl PageTables {
             t = match self.entry(t, i) {
                 Entry::Table(c) => c,
                 Entry::Empty => {
-                    let c = self.new_table(new_pfn().ok_or(OutOfFrames)?);
+                    let (f, companion) = new_frames(self.needs_companion(level - 1)).ok_or(OutOfFrames)?;
+                    let c = self.new_table(level - 1, f, companion);
                     created += 1;
                     self.set(t, i, (c << 2) | PRESENT);
                     c
@@ -383,11 +425,11 @@ mod tests {
     #[test]
     fn maps_each_size_and_walks_back() {
         let mut pt = PageTables::default();
-        let root = pt.new_table(100);
+        let root = pt.new_table(4, 100, None);
         let mut next = 200;
-        let mut alloc = || {
+        let mut alloc = |_| {
             next += 1;
-            Some(next)
+            Some((next, None))
         };
         // 4KB: creates PDPT, PD, PT.
         assert_eq!(pt.map(root, 4, 0x7000_1234_5000, PageSize::Size4K, 7, &mut alloc), Ok(3));
@@ -412,11 +454,11 @@ mod tests {
     #[test]
     fn region_memo_answers_as_the_walk_does() {
         let mut pt = PageTables::default();
-        let (a, b) = (pt.new_table(100), pt.new_table(101));
+        let (a, b) = (pt.new_table(4, 100, None), pt.new_table(4, 101, None));
         let mut next = 200;
-        let mut alloc = || {
+        let mut alloc = |_| {
             next += 1;
-            Some(next)
+            Some((next, None))
         };
         let va = 0x7000_1220_0000u64;
         pt.map(a, 4, va + 0x5000, PageSize::Size4K, 7, &mut alloc).unwrap();
@@ -459,5 +501,29 @@ mod tests {
             }
             assert_eq!(pt.lookup_memo(root, 4, at), pt.lookup(root, 4, at), "step {step}");
         }
+    }
+
+    #[test]
+    fn companion_pages_go_with_tables_of_their_level() {
+        let mut pt = PageTables::with_companions(Some(2));
+        let root = pt.new_table(4, 100, None);
+        let mut next = 200;
+        let mut asked = Vec::new();
+        let mut alloc = |companion: bool| {
+            asked.push(companion);
+            next += 2;
+            Some((next, companion.then_some(next + 1)))
+        };
+        // A 4KB page creates a PDPT, a PD (with its companion) and a PT.
+        assert_eq!(pt.map(root, 4, 0x7000_1234_5000, PageSize::Size4K, 7, &mut alloc), Ok(3));
+        assert_eq!(asked, vec![false, true, false]);
+        let pd = (0..pt.tables() as u32).find(|&t| pt.level_of(t) == 2).unwrap();
+        assert_eq!(pt.companion_pa(pd), Some(205 << 12));
+        assert_eq!(pt.table_pa(pd), 204 << 12);
+        assert!((0..pt.tables() as u32).filter(|&t| t != pd).all(|t| pt.companion_pa(t).is_none()));
+        // Out of frames for the companion's table: nothing half-made, and a retry continues.
+        let mut fail = |_: bool| None;
+        assert_eq!(pt.map(root, 4, 0x7000_4000_0000, PageSize::Size4K, 8, &mut fail), Err(OutOfFrames));
+        assert_eq!(pt.tables(), 4);
     }
 }

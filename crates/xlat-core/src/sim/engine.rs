@@ -240,7 +240,7 @@ impl<V: Variant> Core<V> {
     #[cold]
     fn fill_ranges(&mut self, r: usize, va: u64) {
         if let Some(e) = self.os.range_of(va) {
-            self.mmu.fill_ranges(r, e);
+            self.mmu.fill_ranges(r, crate::mmu::RangeEntry { base: e.base, limit: e.limit, pfn: e.pfn, tag: 0 });
         }
     }
 

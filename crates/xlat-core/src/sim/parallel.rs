@@ -1,6 +1,7 @@
 //! Several configurations over one trace, on several threads.
 
-use super::{open_source, simulate, Error, SimResult};
+use super::result::SimResult;
+use super::simulator::{open_source, simulate, Error};
 use crate::config::Config;
 
 /// Simulate `trace` (a path or workload spec) under each configuration, on up to `threads`

@@ -1,7 +1,9 @@
 //! Unit tests of the engine: the shaped and general loops agree.
 
-use super::*;
+use super::simulator::Simulator;
+use crate::config::Config;
 use crate::presets;
+use xlat_trace::Batch;
 use xlat_trace::{Access, AccessKind, SideBody, Syscall, SyscallKind};
 
 fn skylake(sets: &[&str]) -> Config {

@@ -1,0 +1,222 @@
+//! The public face of the simulator: builds the compiled copy of the loop a configuration needs
+//! and dispatches to it once per batch; `simulate` runs a whole trace.
+
+use super::engine::{Core, General, Plain, Variant};
+use super::epoch::EpochController;
+use super::observer::{AccessObserver, NoObserver};
+use super::result::SimResult;
+use super::shape;
+use crate::config::{Config, WalkerKind};
+use crate::mem::backend::{AnyBackend, Dram};
+use crate::mmu::walker::{AnyHandler, RadixWalker, SoftwareHandler};
+use crate::os::{Os, SimError};
+use std::collections::BTreeMap;
+use xlat_trace::{Batch, EventSource};
+
+/// Where the simulation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Trace(#[from] xlat_trace::Error),
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// A count that must hold after every run did not: a bug of xlat's, not of the input.
+    #[error("simulator invariant violated: {0} (a bug in xlat; please report it with the trace and configuration)")]
+    Invariant(String),
+}
+
+/// What the public face needs of a compiled copy (one virtual call per batch).
+trait Engine: Send {
+    fn batch(&mut self, b: &Batch) -> Result<(), SimError>;
+    fn counters(&self) -> BTreeMap<String, u64>;
+    fn derived(&self, c: &BTreeMap<String, u64>) -> BTreeMap<String, f64>;
+    fn check_invariants(&self) -> Result<(), String>;
+    fn result(&self, trace: &str) -> SimResult;
+    fn config(&self) -> &Config;
+    fn os(&self) -> &Os;
+    fn add_controller(&mut self, c: Box<dyn EpochController>) -> Result<(), String>;
+    fn shape(&self) -> &'static str;
+    fn set_shaped(&mut self, on: bool);
+    fn mmu(&self) -> &crate::mmu::Mmu;
+}
+
+impl<V: Variant> Engine for Core<V>
+where
+    V::Handler: 'static,
+{
+    fn batch(&mut self, b: &Batch) -> Result<(), SimError> {
+        Core::batch(self, b)
+    }
+    fn counters(&self) -> BTreeMap<String, u64> {
+        self.counter_map()
+    }
+    fn derived(&self, c: &BTreeMap<String, u64>) -> BTreeMap<String, f64> {
+        Core::derived(self, c)
+    }
+    fn check_invariants(&self) -> Result<(), String> {
+        Core::check_invariants(self)
+    }
+    fn result(&self, trace: &str) -> SimResult {
+        Core::result(self, trace)
+    }
+    fn config(&self) -> &Config {
+        &self.cfg
+    }
+    fn os(&self) -> &Os {
+        &self.os
+    }
+    fn add_controller(&mut self, c: Box<dyn EpochController>) -> Result<(), String> {
+        Core::add_controller(self, c)
+    }
+    fn shape(&self) -> &'static str {
+        if self.skylake_shape {
+            "skylake"
+        } else {
+            "any"
+        }
+    }
+    fn set_shaped(&mut self, on: bool) {
+        self.skylake_shape = on && self.has_shape::<shape::SkylakeShape>();
+    }
+    fn mmu(&self) -> &crate::mmu::Mmu {
+        &self.mmu
+    }
+}
+
+/// The simulator of one configuration.
+pub struct Simulator {
+    engine: Box<dyn Engine>,
+    variant: &'static str,
+}
+
+impl Simulator {
+    /// The simulator of `cfg`: the plain loop when the configuration has nothing else (the
+    /// radix walker, one DRAM, page TLBs only), else the general one.
+    pub fn new(cfg: &Config) -> Result<Simulator, Error> {
+        cfg.validate()?;
+        if Self::is_plain(cfg) {
+            let core = Core::<Plain>::new(cfg, RadixWalker::new(cfg), Dram, NoObserver)?;
+            return Ok(Simulator { engine: Box::new(core), variant: "plain" });
+        }
+        Self::general(cfg, NoObserver)
+    }
+
+    /// The simulator of `cfg` with observer `obs`, which sees every access (the general loop,
+    /// compiled for `O`).
+    pub fn with_observer<O: AccessObserver + 'static>(cfg: &Config, obs: O) -> Result<Simulator, Error> {
+        cfg.validate()?;
+        Self::general(cfg, obs)
+    }
+
+    fn general<O: AccessObserver + 'static>(cfg: &Config, obs: O) -> Result<Simulator, Error> {
+        let handler = match cfg.walker.kind {
+            WalkerKind::Radix => AnyHandler::Radix(RadixWalker::new(cfg)),
+            WalkerKind::Software => AnyHandler::Software(SoftwareHandler::new(cfg)),
+        };
+        let backend = crate::mem::backend::from_config(cfg);
+        let core = Core::<General<O>>::new(cfg, handler, backend, obs)?;
+        Ok(Simulator { engine: Box::new(core), variant: "general" })
+    }
+
+    /// Whether `cfg` runs the plain loop.
+    fn is_plain(cfg: &Config) -> bool {
+        cfg.walker.kind == WalkerKind::Radix
+            && cfg.range_tlb.is_empty()
+            && matches!(crate::mem::backend::from_config(cfg), AnyBackend::Dram(_))
+    }
+
+    /// Which compiled copy runs: `plain` or `general`.
+    pub fn variant(&self) -> &'static str {
+        self.variant
+    }
+
+    /// The shape the loop was compiled for (`skylake` or `any`).
+    pub fn shape(&self) -> &'static str {
+        self.engine.shape()
+    }
+
+    /// Run the shape-compiled loop if the configuration has a shape (`true`, the default), or
+    /// the general-geometry loop (`false`): the results are the same (for tests).
+    pub fn set_shaped(&mut self, on: bool) {
+        self.engine.set_shaped(on)
+    }
+
+    /// Add an epoch controller (before the first batch, or any time: its first epoch ends one
+    /// period after the run's start).
+    pub fn add_controller(&mut self, c: Box<dyn EpochController>) -> Result<(), String> {
+        self.engine.add_controller(c)
+    }
+
+    pub fn config(&self) -> &Config {
+        self.engine.config()
+    }
+
+    /// The OS model (reports, tests).
+    pub fn os(&self) -> &Os {
+        self.engine.os()
+    }
+
+    /// The MMU (reports, tests).
+    pub fn mmu(&self) -> &crate::mmu::Mmu {
+        self.engine.mmu()
+    }
+
+    /// Simulate one batch: accesses in order, side events before the access they precede.
+    pub fn batch(&mut self, b: &Batch) -> Result<(), SimError> {
+        self.engine.batch(b)
+    }
+
+    /// Every counter, flat, named as a tree (`tlb.l2.hits`, `walker.loads.pd.L2`), sorted.
+    pub fn counters(&self) -> BTreeMap<String, u64> {
+        self.engine.counters()
+    }
+
+    /// Derived metrics: MPKI per level, H/M/C, the additive time estimate.
+    pub fn derived(&self, c: &BTreeMap<String, u64>) -> BTreeMap<String, f64> {
+        self.engine.derived(c)
+    }
+
+    /// Check the invariants that hold after every run; returns the first violated one.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.engine.check_invariants()
+    }
+
+    /// The result of the run so far.
+    pub fn result(&self, trace: &str) -> SimResult {
+        self.engine.result(trace)
+    }
+}
+
+/// Run `src` through a simulator of `cfg`; `on_batch` is called after each batch (progress).
+pub fn simulate(
+    src: &mut dyn EventSource,
+    trace: &str,
+    cfg: &Config,
+    on_batch: impl FnMut(&dyn EventSource),
+) -> Result<SimResult, Error> {
+    run(Simulator::new(cfg)?, src, trace, on_batch)
+}
+
+/// Run `src` through `sim` to the end and check the invariants.
+pub fn run(
+    mut sim: Simulator,
+    src: &mut dyn EventSource,
+    trace: &str,
+    mut on_batch: impl FnMut(&dyn EventSource),
+) -> Result<SimResult, Error> {
+    let mut b = Batch::default();
+    while src.next_batch(&mut b)? {
+        sim.batch(&b)?;
+        on_batch(src);
+    }
+    sim.check_invariants().map_err(Error::Invariant)?;
+    Ok(sim.result(trace))
+}
+
+/// Open `trace`, decoding on a thread of its own if `pipeline` (see [`crate::pipeline`]).
+pub fn open_source(trace: &str, pipeline: bool) -> Result<Box<dyn EventSource>, Error> {
+    let src = xlat_trace::source::open(trace)?;
+    Ok(if pipeline { Box::new(crate::pipeline::pipelined(src, 4)) } else { src })
+}
