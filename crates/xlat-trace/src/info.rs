@@ -2,7 +2,7 @@
 
 use crate::error::Result;
 use crate::event::{Batch, SideBody, SyscallKind};
-use crate::source::EventSource;
+use crate::event_source::EventSource;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
