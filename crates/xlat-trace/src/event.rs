@@ -200,8 +200,16 @@ impl Batch {
         self.addr.len()
     }
 
+    /// No accesses (`len() == 0`); the batch may still hold side events (see
+    /// [`Batch::has_no_events`]).
     #[inline]
     pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Neither accesses nor side events.
+    #[inline]
+    pub fn has_no_events(&self) -> bool {
         self.addr.is_empty() && self.side.is_empty()
     }
 

@@ -200,7 +200,7 @@ impl EventSource for TextSource {
             let e = parse_event(&line).map_err(|d| self.err(d))?;
             batch.push_event(e);
         }
-        Ok(!batch.is_empty() || !self.done)
+        Ok(!batch.has_no_events() || !self.done)
     }
     fn progress(&self) -> (u64, Option<u64>) {
         (self.bytes, self.len)

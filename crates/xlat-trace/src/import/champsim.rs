@@ -164,7 +164,7 @@ impl EventSource for ChampSimSource {
             }
             self.offset += n as u64;
         }
-        Ok(!batch.is_empty() || !self.done)
+        Ok(!batch.has_no_events() || !self.done)
     }
     fn progress(&self) -> (u64, Option<u64>) {
         match &self.progress_src {

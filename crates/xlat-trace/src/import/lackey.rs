@@ -167,7 +167,7 @@ impl EventSource for LackeySource {
             self.line_no += 1;
             self.parse_line(at, batch)?;
         }
-        Ok(!batch.is_empty() || !self.done)
+        Ok(!batch.has_no_events() || !self.done)
     }
     fn progress(&self) -> (u64, Option<u64>) {
         (self.offset, self.len)

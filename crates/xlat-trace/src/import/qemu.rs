@@ -284,7 +284,7 @@ impl<R: Read> RawStream<R> {
                 None => break,
             }
         }
-        Ok(!batch.is_empty() || !self.done)
+        Ok(!batch.has_no_events() || !self.done)
     }
 }
 

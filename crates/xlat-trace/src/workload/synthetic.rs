@@ -79,7 +79,7 @@ impl EventSource for Synthetic {
             batch.kind.truncate(keep);
         }
         self.emitted += batch.len() as u64;
-        if self.emitted >= self.target && self.spill.is_empty() {
+        if self.emitted >= self.target && self.spill.has_no_events() {
             let ic = batch.icount.last().copied().unwrap_or(self.icount) + 100;
             let exit = Syscall { kind: SyscallKind::Exit, args: [0; 6], ret: 0 };
             batch.push_side(TID, ic, SideBody::Syscall(exit));
