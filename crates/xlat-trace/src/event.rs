@@ -176,7 +176,13 @@ pub struct Batch {
     pub icount: Vec<u64>,
     pub tid: Vec<u32>,
     pub size: Vec<u16>,
-    /// [`AccessKind`] as `u8`.
+    /// [`AccessKind`] as `u8`: every value is 0 (load), 1 (store) or 2 (instruction fetch).
+    ///
+    /// Invariant: whatever fills this column from outside data checks it and rejects any other
+    /// value with an error naming where it was found (the trace decoder a block's byte offset,
+    /// the text reader a line; the importers only produce kinds from [`AccessKind`]), and the
+    /// writer rejects a batch that breaks it. Consumers rely on it: [`Batch::access`] asserts
+    /// it, the simulator and `trace-info` read the column as is.
     pub kind: Vec<u8>,
     /// Sorted by `pos`.
     pub side: Vec<SideEvent>,
@@ -268,14 +274,18 @@ impl Batch {
         }
     }
 
+    /// Access `i` as a value. Panics if its kind is not 0, 1 or 2, which only a producer that
+    /// broke the invariant of [`Batch::kind`] can cause (no trace, text or import input can).
     #[inline]
     pub fn access(&self, i: usize) -> Access {
+        let k = self.kind[i];
         Access {
             addr: self.addr[i],
             icount: self.icount[i],
             tid: self.tid[i],
             size: self.size[i],
-            kind: AccessKind::from_u8(self.kind[i]).unwrap_or(AccessKind::Load),
+            kind: AccessKind::from_u8(k)
+                .unwrap_or_else(|| panic!("access {i} of a batch has kind {k}: Batch::kind holds only 0, 1 and 2")),
         }
     }
 
