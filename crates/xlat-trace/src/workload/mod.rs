@@ -19,10 +19,12 @@ pub mod perm;
 pub mod process;
 pub mod random;
 pub mod synthetic;
+#[cfg(test)]
+mod tests;
 
 use crate::error::{Error, Result};
 use crate::format::Header;
-pub use emit::{Emit, Generator, TID};
+pub use emit::{Emit, Generator, Threads, TID};
 pub use params::{parse_size, ParamKind, ParamSpec, Params, WorkloadInfo, COMMON as COMMON_PARAMS};
 pub use process::Proc;
 pub use random::{below, rng, Rng};
