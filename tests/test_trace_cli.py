@@ -171,6 +171,38 @@ def test_trace_info_counts_match_python_api(small_trace):
     assert r["file_bytes"] == os.path.getsize(small_trace)
 
 
+def test_trace_info_counts_instructions_as_the_simulator(tmp_path):
+    """Per thread from its first access to its last, both included; side events do not count
+    (as the early syscalls of a trace recorded with --skip, at small instruction counts)."""
+    base = 0x7FFFF7900000
+    lines = [
+        "#xlat-text 1",
+        '#header {"producer":"x"}',
+        f"S 1 150 mmap 0x0 0x100000 0x3 0x22 0xffffffffffffffff 0x0 {base}",
+        "M 3 20 phase 1 roi",
+    ]
+    ic, first = {1: 1_000_000, 2: 5_000_000}, {}
+    for k in range(3000):
+        tid = 1 + k % 2
+        ic[tid] += k % 5
+        first.setdefault(tid, ic[tid])
+        lines.append(f"A {tid} {ic[tid]} {'LSI'[k % 3]} {base + 64 * (k % 4096):#x} 8")
+    lines.append(f"S 1 {ic[1] + 100} exit 0x0 0")
+    f = tmp_path / "threads.txt"
+    f.write_text("\n".join(lines) + "\n")
+    info = json.loads(run_xlat("trace-info", str(f), "--json").stdout)["info"]
+    want = sum(ic[t] - first[t] + 1 for t in (1, 2))
+    assert info["instructions"] == want
+    assert info["threads"]["3"] == {
+        "accesses": 0,
+        "side_events": 1,
+        "first_icount": None,
+        "last_icount": None,
+        "instructions": 0,
+    }
+    assert xlat.simulate(str(f)).counters["instructions"] == want
+
+
 def test_numpy_columns_and_events(small_trace):
     acc = xlat.read_accesses(str(small_trace), limit=1000)
     assert {k: v.dtype.name for k, v in acc.items() if k != "side"} == {

@@ -2,15 +2,20 @@
 
 use crate::error::Result;
 use crate::event::{Batch, SideBody, SyscallKind};
-use crate::source::EventSource;
+use crate::event_source::EventSource;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
-#[derive(Debug, Clone, Default, Serialize)]
+/// One thread's part of a trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ThreadInfo {
     pub accesses: u64,
-    pub first_icount: u64,
-    pub last_icount: u64,
+    pub side_events: u64,
+    /// Instruction counts of the thread's first and last access (`None` without accesses).
+    pub first_icount: Option<u64>,
+    pub last_icount: Option<u64>,
+    /// `last_icount - first_icount + 1`, or 0 without accesses: the simulator's count.
+    pub instructions: u64,
 }
 
 /// What `xlat trace-info` reports.
@@ -21,7 +26,9 @@ pub struct TraceInfo {
     pub stores: u64,
     pub ifetches: u64,
     pub bytes_accessed: u64,
-    /// Instructions executed, summed over threads (each thread's last minus first count).
+    /// Instructions executed, summed over threads, counted as the simulator counts them: from
+    /// each thread's first access to its last, both included (`last - first + 1`); side events
+    /// do not count, so a thread with side events only adds 0.
     pub instructions: u64,
     pub threads: BTreeMap<u32, ThreadInfo>,
     pub syscalls: BTreeMap<String, u64>,
@@ -104,10 +111,10 @@ impl InfoBuilder {
                 _ => self.info.ifetches += 1,
             }
             self.info.bytes_accessed += b.size[i] as u64;
-            let t =
-                self.info.threads.entry(tid).or_insert(ThreadInfo { accesses: 0, first_icount: ic, last_icount: ic });
+            let t = self.info.threads.entry(tid).or_default();
             t.accesses += 1;
-            t.last_icount = t.last_icount.max(ic);
+            t.first_icount.get_or_insert(ic);
+            t.last_icount = Some(t.last_icount.map_or(ic, |l| l.max(ic)));
             let page = addr >> 12;
             self.pages.entry(page >> 9).or_insert([0; 8])[((page >> 6) & 7) as usize] |= 1 << (page & 63);
             self.info.min_addr = Some(self.info.min_addr.map_or(addr, |m| m.min(addr)));
@@ -117,12 +124,8 @@ impl InfoBuilder {
     }
 
     fn side(&mut self, s: &crate::event::SideEvent) {
-        let t = self.info.threads.entry(s.tid).or_insert(ThreadInfo {
-            accesses: 0,
-            first_icount: s.icount,
-            last_icount: s.icount,
-        });
-        t.last_icount = t.last_icount.max(s.icount);
+        // Listed, but its instruction count (if any) comes from its accesses alone.
+        self.info.threads.entry(s.tid).or_default().side_events += 1;
         match &s.body {
             SideBody::Marker(m) => *self.info.markers.entry(m.name().to_string()).or_default() += 1,
             SideBody::Syscall(sc) => {
@@ -177,7 +180,12 @@ impl InfoBuilder {
         let gig: std::collections::HashSet<u64> = self.pages.keys().map(|r| r >> 9).collect();
         self.info.touched_1g_regions = gig.len() as u64;
         self.info.mapped_bytes = self.mapped.total;
-        self.info.instructions = self.info.threads.values().map(|t| t.last_icount - t.first_icount).sum();
+        for t in self.info.threads.values_mut() {
+            if let (Some(first), Some(last)) = (t.first_icount, t.last_icount) {
+                t.instructions = last - first + 1;
+            }
+        }
+        self.info.instructions = self.info.threads.values().map(|t| t.instructions).sum();
         self.info
     }
 }

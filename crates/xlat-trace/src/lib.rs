@@ -13,9 +13,11 @@
 
 pub mod error;
 pub mod event;
+pub mod event_source;
 pub mod format;
 pub mod import;
 pub mod info;
+mod input;
 pub mod reader;
 pub mod source;
 pub mod text;
@@ -25,7 +27,7 @@ pub mod writer;
 
 pub use error::{Error, Result};
 pub use event::{Access, AccessKind, Batch, Event, Marker, SideBody, SideEvent, Syscall, SyscallKind};
+pub use event_source::EventSource;
 pub use format::{Footer, Header};
 pub use reader::TraceReader;
-pub use source::EventSource;
 pub use writer::TraceWriter;

@@ -2,7 +2,9 @@
 
 use crate::error::{Error, Result};
 use crate::event::Batch;
+use crate::event_source::EventSource;
 use crate::format::{self, Footer, Header};
+use crate::input::read_full;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
@@ -39,20 +41,6 @@ impl TraceReader<BufReader<File>> {
         // copied every frame once more (about 2 instructions a byte under cachegrind).
         TraceReader::new(BufReader::with_capacity(READ_BUFFER, f), path.display().to_string())
     }
-}
-
-/// Read exactly `buf.len()` bytes; `Ok(false)` on a clean EOF before the first byte.
-fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(k) => got += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 impl<R: Read> TraceReader<R> {
@@ -243,5 +231,34 @@ impl<R: Read> TraceReader<R> {
             }
             t => Err(self.corrupt(at, format!("unknown record tag 0x{t:02x}"))),
         }
+    }
+}
+
+/// A trace file opened as an [`EventSource`].
+pub struct FileSource {
+    reader: TraceReader<BufReader<File>>,
+    len: u64,
+}
+
+impl FileSource {
+    pub fn open(path: &str) -> Result<FileSource> {
+        let reader = TraceReader::open(path)?;
+        let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        Ok(FileSource { reader, len })
+    }
+}
+
+impl EventSource for FileSource {
+    fn header(&self) -> &Header {
+        self.reader.header()
+    }
+    fn next_batch(&mut self, batch: &mut Batch) -> Result<bool> {
+        self.reader.next_batch(batch)
+    }
+    fn progress(&self) -> (u64, Option<u64>) {
+        (self.reader.bytes_read(), Some(self.len))
+    }
+    fn footer(&self) -> Option<&Footer> {
+        self.reader.footer()
     }
 }

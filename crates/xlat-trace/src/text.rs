@@ -10,8 +10,8 @@
 
 use crate::error::{Error, Result};
 use crate::event::{Access, Batch, Event, Marker, SideBody, Syscall, SyscallKind};
+use crate::event_source::{EventSource, WORKLOAD_BATCH};
 use crate::format::{kind_from_letter, Header};
-use crate::source::EventSource;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 
@@ -189,7 +189,7 @@ impl EventSource for TextSource {
         if self.done {
             return Ok(false);
         }
-        while batch.len() < super::workload::BATCH {
+        while batch.len() < WORKLOAD_BATCH {
             let Some(line) = self.read_line()? else {
                 self.done = true;
                 break;
@@ -200,7 +200,7 @@ impl EventSource for TextSource {
             let e = parse_event(&line).map_err(|d| self.err(d))?;
             batch.push_event(e);
         }
-        Ok(!batch.is_empty() || !self.done)
+        Ok(!batch.has_no_events() || !self.done)
     }
     fn progress(&self) -> (u64, Option<u64>) {
         (self.bytes, self.len)

@@ -94,7 +94,7 @@ impl<W: Write> TraceWriter<W> {
 
     /// Append a batch (split into blocks of at most [`format::MAX_BLOCK_ACCESSES`] accesses).
     pub fn write_batch(&mut self, batch: &Batch) -> Result<()> {
-        if batch.is_empty() {
+        if batch.has_no_events() {
             return Ok(());
         }
         let n = batch.len();

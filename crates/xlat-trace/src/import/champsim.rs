@@ -17,11 +17,11 @@
 //! source operand becomes a load and every non-zero destination operand a store, loads first.
 //! Records carry no access sizes: xlat records 8 bytes. The records have no thread: tid 0.
 
-use super::{read_full, BATCH};
 use crate::error::{Error, Result};
 use crate::event::{Access, AccessKind, Batch};
+use crate::event_source::{EventSource, IMPORT_BATCH};
 use crate::format::Header;
-use crate::source::EventSource;
+use crate::input::read_full;
 use std::fs::File;
 use std::io::{BufReader, Read};
 
@@ -123,7 +123,7 @@ impl EventSource for ChampSimSource {
     fn next_batch(&mut self, batch: &mut Batch) -> Result<bool> {
         batch.clear();
         let word = |r: &[u8], i: usize| u64::from_le_bytes(r[i..i + 8].try_into().unwrap());
-        while !self.done && batch.len() < BATCH {
+        while !self.done && batch.len() < IMPORT_BATCH {
             let n = read_full(&mut self.r, &mut self.buf).map_err(|e| {
                 // xz/gzip report damage as InvalidData/InvalidInput: say where the records were.
                 self.malformed(self.offset, format!("cannot read on: {e}"))
@@ -164,7 +164,7 @@ impl EventSource for ChampSimSource {
             }
             self.offset += n as u64;
         }
-        Ok(!batch.is_empty() || !self.done)
+        Ok(!batch.has_no_events() || !self.done)
     }
     fn progress(&self) -> (u64, Option<u64>) {
         match &self.progress_src {
@@ -190,7 +190,7 @@ mod tests {
 
     fn read(bytes: Vec<u8>) -> Result<Batch> {
         let mut s = ChampSimSource::from_reader(Box::new(std::io::Cursor::new(bytes)), "t", "none");
-        crate::source::collect(|b| s.next_batch(b))
+        crate::event_source::collect(|b| s.next_batch(b))
     }
 
     #[test]

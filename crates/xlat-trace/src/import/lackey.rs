@@ -7,11 +7,10 @@
 //! does not say which thread ran an instruction). Each `I` line advances the instruction count;
 //! a data access carries the count of the instruction it belongs to.
 
-use super::BATCH;
 use crate::error::{Error, Result};
 use crate::event::{Access, AccessKind, Batch};
+use crate::event_source::{EventSource, IMPORT_BATCH};
 use crate::format::Header;
-use crate::source::EventSource;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 
@@ -156,7 +155,7 @@ impl EventSource for LackeySource {
     }
     fn next_batch(&mut self, batch: &mut Batch) -> Result<bool> {
         batch.clear();
-        while !self.done && batch.len() < BATCH {
+        while !self.done && batch.len() < IMPORT_BATCH {
             self.line.clear();
             let at = self.offset;
             let n = self.r.read_until(b'\n', &mut self.line).map_err(|e| Error::io(&self.name, e))?;
@@ -168,7 +167,7 @@ impl EventSource for LackeySource {
             self.line_no += 1;
             self.parse_line(at, batch)?;
         }
-        Ok(!batch.is_empty() || !self.done)
+        Ok(!batch.has_no_events() || !self.done)
     }
     fn progress(&self) -> (u64, Option<u64>) {
         (self.offset, self.len)
@@ -182,7 +181,7 @@ mod tests {
     fn read(text: &str, ifetch: bool) -> Result<Batch> {
         let r = Box::new(std::io::Cursor::new(text.as_bytes().to_vec()));
         let mut s = LackeySource::from_reader(r, "t", None, ifetch);
-        crate::source::collect(|b| s.next_batch(b))
+        crate::event_source::collect(|b| s.next_batch(b))
     }
 
     #[test]

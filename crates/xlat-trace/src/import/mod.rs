@@ -1,7 +1,7 @@
 //! Events from other tools: the xlat QEMU plugin's raw stream (and the recorder that runs a
 //! program under QEMU with it), Valgrind lackey text, and ChampSim binary traces.
 //!
-//! Each importer is an [`EventSource`](crate::EventSource) that streams in bounded memory and
+//! Each importer is an [`EventSource`](crate::event_source::EventSource) that streams in bounded memory and
 //! rejects malformed input with an error naming the byte offset. [`crate::source::open`] accepts
 //! them as `lackey:PATH`, `champsim:PATH` and `qemu-raw:PATH`.
 
@@ -10,11 +10,7 @@ pub mod lackey;
 pub mod qemu;
 
 use crate::error::{Error, Result};
-use crate::source::EventSource;
-use std::io::Read;
-
-/// Accesses per batch an importer hands out (the writer splits larger ones into blocks).
-pub(crate) const BATCH: usize = 1 << 16;
+use crate::event_source::EventSource;
 
 /// Open an importer spec (`lackey:PATH[?ifetch=1]`, `champsim:PATH`, `qemu-raw:PATH`), or `None`
 /// when `spec` names no importer.
@@ -47,18 +43,4 @@ fn split_options(rest: &str) -> (&str, Option<&str>) {
         Some((p, o)) => (p, Some(o)),
         None => (rest, None),
     }
-}
-
-/// Read until `buf` is full or the input ends; returns the bytes read (short only at the end).
-pub(crate) fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }

@@ -8,11 +8,11 @@
 //! is a syscall: `addr` holds the xlat [`SyscallKind`] and the next four records hold the six
 //! arguments, the result and a zero word.
 
-use super::{read_full, BATCH};
 use crate::error::{Error, Result};
 use crate::event::{Access, AccessKind, Batch, SideBody, Syscall, SyscallKind};
+use crate::event_source::{EventSource, IMPORT_BATCH};
 use crate::format::Header;
-use crate::source::EventSource;
+use crate::input::read_full;
 use crate::writer::TraceWriter;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -115,7 +115,7 @@ impl<R: Read> RawStream<R> {
             done: false,
             chunk: Vec::new(),
             fixes: Vec::new(),
-            batch_target: BATCH,
+            batch_target: IMPORT_BATCH,
         })
     }
 
@@ -123,7 +123,7 @@ impl<R: Read> RawStream<R> {
         &self.hello
     }
 
-    /// Aim for `n` accesses per batch (default [`BATCH`]); a batch may exceed it by one chunk.
+    /// Aim for `n` accesses per batch (default [`IMPORT_BATCH`]); a batch may exceed it by one chunk.
     pub fn set_batch_target(&mut self, n: usize) {
         self.batch_target = n.max(1);
     }
@@ -284,7 +284,7 @@ impl<R: Read> RawStream<R> {
                 None => break,
             }
         }
-        Ok(!batch.is_empty() || !self.done)
+        Ok(!batch.has_no_events() || !self.done)
     }
 }
 
@@ -710,7 +710,7 @@ mod tests {
 
     fn decode(bytes: &[u8]) -> Result<Batch> {
         let mut s = RawStream::new(bytes, "t", false)?;
-        crate::source::collect(|b| s.next_batch(b))
+        crate::event_source::collect(|b| s.next_batch(b))
     }
 
     #[test]

@@ -13,14 +13,16 @@
 //!       if (parent[w] == -1) { parent[w] = v; queue[tail++] = w; } } } }
 //! ```
 
-use super::params::{ParamKind, ParamSpec, Params};
+use super::emit::{Emit, Generator};
+use super::params::{ParamKind, ParamSpec, Params, WorkloadInfo};
 use super::perm::Permutation;
-use super::{below, rng, Emit, Generator, Proc};
+use super::process::Proc;
+use super::random::{below, rng, Rng};
 use crate::error::Result;
 use crate::event::AccessKind;
 use rand::RngCore;
 
-pub const BFS: super::WorkloadInfo = super::WorkloadInfo {
+pub const BFS: WorkloadInfo = WorkloadInfo {
     name: "bfs",
     help: "breadth-first search from random roots over an R-MAT graph (Graph500 parameters) in CSR",
     params: &[
@@ -67,7 +69,7 @@ pub struct Bfs {
     va_col: u64,
     va_parent: u64,
     va_queue: u64,
-    rng: super::Rng,
+    rng: Rng,
     /// Where the next BFS resets `parent` (memset in 32-byte stores), or n*8 when done.
     memset_at: u64,
 }

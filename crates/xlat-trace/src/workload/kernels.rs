@@ -1,8 +1,10 @@
 //! The array kernels: gups, chase, stream, stride, zipf.
 
-use super::params::{ParamKind, ParamSpec, Params};
+use super::emit::{Emit, Generator};
+use super::params::{ParamKind, ParamSpec, Params, WorkloadInfo};
 use super::perm::Permutation;
-use super::{below, rng, Emit, Generator, Proc, Rng, WorkloadInfo};
+use super::process::Proc;
+use super::random::{below, rng, Rng};
 use crate::error::Result;
 use crate::event::AccessKind;
 use rand::RngCore;

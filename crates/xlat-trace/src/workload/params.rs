@@ -13,6 +13,14 @@ pub enum ParamKind {
     Choice(&'static [&'static str]),
 }
 
+/// A workload's name, description and parameters (besides `accesses` and `seed`).
+#[derive(Debug, Clone, Copy)]
+pub struct WorkloadInfo {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub params: &'static [ParamSpec],
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct ParamSpec {
     pub name: &'static str,
