@@ -342,7 +342,14 @@ impl Config {
         for s in sets {
             apply_set(&mut table, s)?;
         }
+        // A [layout] table goes through the layout parser, not serde: the same rules and sentences.
+        let inline = match table.remove("layout") {
+            None => None,
+            Some(toml::Value::Table(t)) => Some(Layout::from_table(&format!("{what} [layout]"), &t)?),
+            Some(_) => return err(format!("{what}: layout must be a table (a mosaic layout).")),
+        };
         let mut cfg: Config = from_value(what, toml::Value::Table(table))?;
+        cfg.layout = inline;
         if let Some(l) = layout {
             cfg.layout = Some(l);
             cfg.os.policy = Policy::Mosaic;
@@ -438,6 +445,9 @@ impl Config {
         }
         if self.os.policy == Policy::Mosaic && self.layout.is_none() {
             return err(format!("config '{c}': os.policy = \"mosaic\" needs a layout (--layout FILE)."));
+        }
+        if let Some(l) = &self.layout {
+            l.validate(&format!("config '{c}': layout"))?;
         }
         if let Some(p) = &self.os.pools_at {
             if self.os.policy != Policy::Mosaic {
