@@ -81,7 +81,10 @@ def test_bad_layout_is_one_sentence(tmp_path, capsys):
     )
     assert main(["sim", "--no-progress", "--layout", str(lay), GUPS]) == 1
     err = capsys.readouterr().err
-    assert "pool 'heap' window 0: offset 1048576 is not a multiple of the 2MB page size" in err
+    assert (
+        "bad.toml: pool 'heap' window 0: offset '1MiB' (1048576 bytes) is not a multiple of the 2MB page size."
+        in err
+    )
 
 
 def test_cli_writes_json_and_csv(tmp_path, capsys):

@@ -23,8 +23,15 @@
 #define MOS_PAGE_4K (4 * MOS_KiB)
 #define MOS_PAGE_2M (2 * MOS_MiB)
 #define MOS_PAGE_1G (MOS_GiB)
-/* Windows per pool; a fixed table keeps initialisation free of malloc. */
+/* Windows per pool (4KB windows included: all are held until validated); a fixed table keeps
+ * initialisation free of malloc. */
 #define MOS_MAX_WINDOWS 256
+/* Largest pool: each pool is one reservation of its size plus 1GiB of alignment slack, so three
+ * pools of 16TiB need 48TiB + 3GiB of the 128TiB (47-bit) user address space, leaving the
+ * program, its libraries, stacks and kernel-placed mappings room; three pools of 64TiB could not be
+ * placed at all.  The simulator places the pools 16TiB apart.  Same limit in layout.py and
+ * crates/xlat-core/src/config/layout.rs (MAX_POOL_SIZE). */
+#define MOS_MAX_POOL ((size_t)16 << 40)
 
 enum mos_pool_kind { MOS_HEAP = 0, MOS_ANON = 1, MOS_FILE = 2, MOS_NPOOLS = 3 };
 enum mos_mode { MOS_MODE_HUGETLB = 0, MOS_MODE_THP = 1 };

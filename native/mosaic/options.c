@@ -81,7 +81,7 @@ static void load_pool(mos_pool_t *pool, const char *var, size_t dflt, bool windo
   while (*s == ' ') s++;
   if (!parse_u64(&s, &size)) bad(var, " must start with the pool size in bytes.");
   if (size == 0 || size % MOS_PAGE_2M) bad(var, " gives a pool size that is not a positive multiple of 2MiB.");
-  if (size > ((uint64_t)1 << 46)) bad(var, " gives a pool size above 64TiB.");
+  if (size > MOS_MAX_POOL) bad(var, " gives a pool size above 16TiB.");
   pool->size = size;
   for (;;) {
     while (*s == ' ') s++;

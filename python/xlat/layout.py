@@ -44,10 +44,18 @@ DEFAULT_SIZES: dict[str, int] = {"heap": 32 * GIB, "anon": 32 * GIB, "file": 8 *
 
 #: Pools are whole multiples of this (see docs/layout-format.md for why).
 POOL_GRANULE = 2 * MIB
-#: Largest pool the allocator accepts (native/mosaic/options.c).
-MAX_POOL_SIZE = 64 * TIB
-#: Most huge-page windows per pool the allocator accepts (native/mosaic/mosaic.h).
+#: Largest pool.  The simulator places the pools 16TiB apart, and the allocator reserves each pool
+#: (plus 1GiB of alignment slack) in the 128TiB user address space, where three pools of 64TiB (the
+#: old limit) cannot fit.  Same limit in native/mosaic/mosaic.h (MOS_MAX_POOL) and
+#: crates/xlat-core/src/config/layout.rs (MAX_POOL_SIZE).
+MAX_POOL_SIZE = 16 * TIB
+#: Most windows per pool, 4KB windows included (native/mosaic/mosaic.h: the allocator holds them
+#: all in a fixed table while it validates them).
 MAX_WINDOWS = 256
+#: Sizes are byte counts the allocator and the simulator hold in 64 bits.
+_SIZE_LIMIT = 1 << 64
+#: TOML 1.0 integers are 64-bit signed; tomllib accepts any, the Rust parser does not.
+_TOML_INT = range(-(1 << 63), 1 << 63)
 
 _UNITS = {
     "": 1,
@@ -66,7 +74,8 @@ _UNITS = {
     "G": GIB,
     "T": TIB,
 }
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$")
+#: ASCII digits, optional spaces (U+0020 only), an optional unit; nothing before or after.
+_SIZE_RE = re.compile(r"([0-9]+) *([A-Za-z]*)")
 
 _TOP_KEYS = {"version", "name", "description", *POOL_NAMES}
 _POOL_KEYS = {"size", "windows"}
@@ -75,6 +84,36 @@ _WINDOW_KEYS = {"offset", "length", "page"}
 
 class LayoutError(ValueError):
     """A layout that cannot be honoured; ``str(err)`` is one sentence naming what is wrong."""
+
+
+_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _show(value: Any) -> str:
+    """A TOML value as error messages show it: integers as written, strings in single quotes
+    (backslash, quote and control characters escaped, so a message stays on one line), anything
+    else by its TOML type.  crates/xlat-core/src/config/layout.rs shows values the same way."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        out = []
+        for ch in value:
+            if ch in _ESCAPES:
+                out.append(_ESCAPES[ch])
+            elif ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F or ch in "\u2028\u2029":
+                out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+            else:
+                out.append(ch)
+        return "'" + "".join(out) + "'"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return "a date-time"
 
 
 def format_size(n: int) -> str:
@@ -88,17 +127,21 @@ def format_size(n: int) -> str:
 def parse_size(value: Any, where: str) -> int:
     """Bytes from an integer or a string such as ``"2MiB"``; ``where`` names the field in errors."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise LayoutError(f'{where} must be a number of bytes or a string like "2MiB", not {value!r}.')
+        raise LayoutError(f'{where} must be a number of bytes or a string like "2MiB", not {_show(value)}.')
     if isinstance(value, int):
         if value < 0:
             raise LayoutError(f"{where} must not be negative, but is {value}.")
-        return value
-    m = _SIZE_RE.match(value)
-    if not m or m.group(2).upper() not in _UNITS:
-        raise LayoutError(
-            f"{where} {value!r} is not a size (use bytes or a number with KiB, MiB, GiB or TiB)."
-        )
-    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+        n = value
+    else:
+        m = _SIZE_RE.fullmatch(value)
+        if not m or m.group(2).upper() not in _UNITS:
+            raise LayoutError(
+                f"{where} {_show(value)} is not a size (use bytes or a number with KiB, MiB, GiB or TiB)."
+            )
+        n = int(m.group(1)) * _UNITS[m.group(2).upper()]
+    if n >= _SIZE_LIMIT:
+        raise LayoutError(f"{where} {_show(value)} does not fit in 64 bits.")
+    return n
 
 
 @dataclass(frozen=True)
@@ -198,25 +241,27 @@ def _parse_window(pool: str, i: int, raw: Any, src: str) -> Window:
         raise LayoutError(f'{where} must be a table like {{ offset = "0", length = "2MiB", page = "2MB" }}.')
     unknown = sorted(set(raw) - _WINDOW_KEYS)
     if unknown:
-        raise LayoutError(f"{where} has unknown key '{unknown[0]}' (allowed: offset, length, page).")
+        raise LayoutError(f"{where} has unknown key {_show(unknown[0])} (allowed: offset, length, page).")
     for key in ("offset", "length", "page"):
         if key not in raw:
             raise LayoutError(f"{where} is missing '{key}'.")
     page_name = raw["page"]
+    if not isinstance(page_name, str):
+        raise LayoutError(f'{where}: page must be a string ("4KB", "2MB" or "1GB"), not {_show(page_name)}.')
     if page_name not in PAGE_SIZES:
-        raise LayoutError(f'{where}: page {page_name!r} is not one of "4KB", "2MB", "1GB".')
+        raise LayoutError(f'{where}: page {_show(page_name)} is not one of "4KB", "2MB", "1GB".')
     page = PAGE_SIZES[page_name]
     offset = parse_size(raw["offset"], f"{where}: offset")
     length = parse_size(raw["length"], f"{where}: length")
     if length == 0:
-        raise LayoutError(f"{where}: length {raw['length']!r} must be greater than zero.")
+        raise LayoutError(f"{where}: length {_show(raw['length'])} must be greater than zero.")
     if offset % page:
         raise LayoutError(
-            f"{where}: offset {raw['offset']!r} ({offset} bytes) is not a multiple of the {page_name} page size."
+            f"{where}: offset {_show(raw['offset'])} ({offset} bytes) is not a multiple of the {page_name} page size."
         )
     if length % page:
         raise LayoutError(
-            f"{where}: length {raw['length']!r} ({length} bytes) is not a multiple of the {page_name} page size."
+            f"{where}: length {_show(raw['length'])} ({length} bytes) is not a multiple of the {page_name} page size."
         )
     return Window(offset=offset, length=length, page=page)
 
@@ -228,21 +273,21 @@ def _parse_pool(name: str, raw: Any, src: str) -> Pool:
         raise LayoutError(f"{src}: pool '{name}' must be a table with 'size' and optionally 'windows'.")
     unknown = sorted(set(raw) - _POOL_KEYS)
     if unknown:
-        raise LayoutError(f"{src}: pool '{name}' has unknown key '{unknown[0]}' (allowed: size, windows).")
-    size = parse_size(raw["size"], f"{src}: pool '{name}' size") if "size" in raw else DEFAULT_SIZES[name]
-    if size == 0 or size % POOL_GRANULE:
         raise LayoutError(
-            f"{src}: pool '{name}' size {raw.get('size')!r} ({size} bytes) is not a positive multiple of 2MiB."
+            f"{src}: pool '{name}' has unknown key {_show(unknown[0])} (allowed: size, windows)."
         )
+    size = parse_size(raw["size"], f"{src}: pool '{name}' size") if "size" in raw else DEFAULT_SIZES[name]
+    shown = f"{_show(raw.get('size', size))} ({size} bytes)"
+    if size == 0 or size % POOL_GRANULE:
+        raise LayoutError(f"{src}: pool '{name}' size {shown} is not a positive multiple of 2MiB.")
     if size > MAX_POOL_SIZE:
-        raise LayoutError(f"{src}: pool '{name}' size {raw.get('size')!r} is larger than 64TiB.")
+        raise LayoutError(f"{src}: pool '{name}' size {shown} is larger than {format_size(MAX_POOL_SIZE)}.")
+    if name == "file" and "windows" in raw:
+        # not even an empty array: the key has no meaning in the file pool
+        raise LayoutError(f"{src}: pool 'file' cannot have windows: file-backed mappings use 4KB pages only.")
     raw_windows = raw.get("windows", [])
     if not isinstance(raw_windows, list):
         raise LayoutError(f"{src}: pool '{name}' windows must be an array of tables.")
-    if name == "file" and raw_windows:
-        raise LayoutError(
-            f"{src}: pool 'file' window 0 is not allowed: file-backed mappings use 4KB pages only."
-        )
     windows = tuple(_parse_window(name, i, w, src) for i, w in enumerate(raw_windows))
     for i, w in enumerate(windows):
         if w.end > size:
@@ -259,10 +304,9 @@ def _parse_pool(name: str, raw: Any, src: str) -> Pool:
                 f"{format_size(windows[hi].length)}) overlaps window {lo} (offset "
                 f"{format_size(windows[lo].offset)}, length {format_size(windows[lo].length)})."
             )
-    huge = sum(1 for w in windows if w.page != PAGE_SIZES["4KB"])
-    if huge > MAX_WINDOWS:
+    if len(windows) > MAX_WINDOWS:
         raise LayoutError(
-            f"{src}: pool '{name}' has {huge} huge-page windows, more than the {MAX_WINDOWS} allowed."
+            f"{src}: pool '{name}' has {len(windows)} windows, more than the {MAX_WINDOWS} allowed."
         )
     return Pool(name=name, size=size, windows=windows)
 
@@ -270,26 +314,32 @@ def _parse_pool(name: str, raw: Any, src: str) -> Pool:
 def parse_layout(data: str | dict[str, Any], source: str = "<layout>") -> Layout:
     """Validate a layout given as TOML text or as an already parsed table."""
     if isinstance(data, str):
+        if data.startswith("\ufeff"):
+            raise LayoutError(f"{source}: not valid TOML (the file starts with a byte-order mark).")
         try:
             data = tomllib.loads(data)
         except tomllib.TOMLDecodeError as err:
             raise LayoutError(f"{source}: not valid TOML ({err}).") from None
+        big = _out_of_range_integer(data)
+        if big is not None:
+            raise LayoutError(f"{source}: not valid TOML (integer {big} does not fit in 64 bits).")
     unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
         kind = "pool" if isinstance(data[unknown[0]], dict) else "key"
         raise LayoutError(
-            f"{source}: unknown {kind} '{unknown[0]}' (pools are heap, anon and file; other keys are "
+            f"{source}: unknown {kind} {_show(unknown[0])} (pools are heap, anon and file; other keys are "
             "version, name and description)."
         )
     if "version" not in data:
         raise LayoutError(f"{source}: 'version' is missing (this reader understands version = 1).")
-    if data["version"] != 1 or isinstance(data["version"], bool):
-        raise LayoutError(
-            f"{source}: version {data['version']!r} is not supported (this reader understands 1)."
-        )
+    version = data["version"]
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise LayoutError(f"{source}: version must be the integer 1, not {_show(version)}.")
+    if version != 1:
+        raise LayoutError(f"{source}: version {version} is not supported (this reader understands 1).")
     for key in ("name", "description"):
         if key in data and not isinstance(data[key], str):
-            raise LayoutError(f"{source}: '{key}' must be a string, not {data[key]!r}.")
+            raise LayoutError(f"{source}: '{key}' must be a string, not {_show(data[key])}.")
     pools = {name: _parse_pool(name, data.get(name), source) for name in POOL_NAMES}
     return Layout(
         heap=pools["heap"],
@@ -300,6 +350,18 @@ def parse_layout(data: str | dict[str, Any], source: str = "<layout>") -> Layout
         description=data.get("description"),
         source=source,
     )
+
+
+def _out_of_range_integer(value: Any) -> int | None:
+    """The first integer in a parsed TOML document that TOML 1.0 does not allow (64-bit signed)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return None if value in _TOML_INT else value
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for item in items:
+        big = _out_of_range_integer(item)
+        if big is not None:
+            return big
+    return None
 
 
 def load_layout(path: str | Path) -> Layout:

@@ -548,10 +548,17 @@ impl Config {
         for s in sets {
             apply_set(&mut table, s)?;
         }
+        // A [layout] table goes through the layout parser, not serde: the same rules and sentences.
+        let inline = match table.remove("layout") {
+            None => None,
+            Some(toml::Value::Table(t)) => Some(Layout::from_table(&format!("{what} [layout]"), &t)?),
+            Some(_) => return err(format!("{what}: layout must be a table (a mosaic layout).")),
+        };
         let memory = table.get("memory").and_then(|m| m.as_table());
         let has = |k: &str| memory.is_some_and(|m| m.contains_key(k));
         let (both, size_given) = (has("kinds") && has("dram_latency"), has("size"));
         let mut cfg: Config = from_value(what, toml::Value::Table(table))?;
+        cfg.layout = inline;
         if both {
             return err(format!(
                 "config '{}': give memory.dram_latency or memory.kinds, not both (with kinds, each kind's read_latency applies).",
@@ -676,6 +683,9 @@ impl Config {
         }
         if self.os.policy == Policy::Mosaic && self.layout.is_none() {
             return err(format!("config '{c}': os.policy = \"mosaic\" needs a layout (--layout FILE)."));
+        }
+        if let Some(l) = &self.layout {
+            l.validate(&format!("config '{c}': layout"))?;
         }
         if let Some(p) = &self.os.pools_at {
             if self.os.policy != Policy::Mosaic {

@@ -25,8 +25,10 @@ use xlat_trace::{Syscall, SyscallKind};
 pub const HEAP_POOL_BASE: u64 = 0x1000_0000_0000;
 pub const ANON_POOL_BASE: u64 = 0x2000_0000_0000;
 pub const FILE_POOL_BASE: u64 = 0x3000_0000_0000;
-/// Largest pool the simulator places (pools are 16TiB apart).
-pub const MAX_POOL: u64 = 0x1000_0000_0000;
+/// Largest pool the simulator places: the layout format's limit, which the three layout parsers
+/// enforce (`config::layout::MAX_POOL_SIZE`); the pools are that far apart.
+pub const MAX_POOL: u64 = crate::config::layout::MAX_POOL_SIZE;
+const _: () = assert!(ANON_POOL_BASE - HEAP_POOL_BASE >= MAX_POOL && FILE_POOL_BASE - ANON_POOL_BASE >= MAX_POOL);
 
 /// First-fit allocator of pool offsets (the mosaic allocator's anon and file pools).
 #[derive(Debug, Clone, Default)]
