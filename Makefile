@@ -14,6 +14,7 @@ demo: setup
 	$(VENV)/bin/xlat demo
 
 lint: setup
+	python3 scripts/check-cycles.py
 	cargo fmt --all -- --check
 	cargo clippy --release --workspace --all-targets -- -D warnings
 	$(VENV)/bin/ruff check $(PYDIRS)

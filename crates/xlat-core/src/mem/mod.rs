@@ -205,7 +205,7 @@ impl Caches {
     /// level on; no simulated effect), for levels whose tags are large enough to miss in the
     /// host's caches (smaller ones stay resident; prefetching them costs instructions and saves
     /// nothing).
-    #[inline]
+    #[inline(always)]
     pub fn prefetch_walk(&self, pa: u64) {
         for c in &self.levels[self.walk_from.max(self.prefetch_from)..] {
             c.prefetch(pa);

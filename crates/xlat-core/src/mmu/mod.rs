@@ -170,13 +170,19 @@ impl Mmu {
 
     // ------------------------------------------------------------------ the per-access path
 
-    /// The memo's translation of `va` for role bit `rbit` (counting the hit), if it holds it.
+    /// The memo entry holding `va` for role bit `rbit` (its hit counted), if any.
     #[inline(always)]
-    pub fn memo_hit(&mut self, va: u64, rbit: u64) -> Option<(u64, u8)> {
+    pub fn memo_hit(&mut self, va: u64, rbit: u64) -> Option<usize> {
         let j = self.memo.find(va, rbit)?;
-        let h = self.memo.hit[j];
         self.memo.hits[j] += 1;
-        Some((h.pfn, h.size))
+        Some(j)
+    }
+
+    /// The translation of memo entry `j`: (frame, page size index).
+    #[inline(always)]
+    pub fn memo_translation(&self, j: usize) -> (u64, u8) {
+        let h = self.memo.hit[j];
+        (h.pfn, h.size)
     }
 
     /// Probe role `r`'s first-level TLBs for `va`, whose class is `lanes` (0: any); on a hit,

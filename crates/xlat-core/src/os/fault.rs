@@ -297,10 +297,15 @@ impl Kernel {
     }
 
     /// Pages of [start, end) of the current space were mapped: refresh its range table.
+    #[inline(always)]
     pub(super) fn ranges_mapped(&mut self, start: u64, end: u64) {
-        let Some(t) = self.policies.ranges.threshold() else {
-            return;
-        };
+        if let Some(t) = self.range_threshold {
+            self.refresh_ranges(start, end, t);
+        }
+    }
+
+    #[inline(never)]
+    fn refresh_ranges(&mut self, start: u64, end: u64, t: u64) {
         let Some(v) = self.space().vma_at(start) else {
             return;
         };
@@ -312,7 +317,7 @@ impl Kernel {
     /// [start, end) of the current space is no longer mapped as it was: trim its ranges.
     /// Returns whether any range changed.
     pub(super) fn ranges_unmapped(&mut self, start: u64, end: u64) -> bool {
-        match self.policies.ranges.threshold() {
+        match self.range_threshold {
             Some(t) => self.space_mut().ranges.trim(start, end, t),
             None => false,
         }

@@ -28,6 +28,11 @@ pub struct Kernel {
     pub(super) stats: OsStats,
     /// Pages evicted by reclaim, as (space, va): a fault on one is a major fault.
     pub(super) swapped: BTreeSet<(usize, u64)>,
+    /// What the policies decided once (read on every fault, so not asked through their
+    /// trait objects each time): the range policy's threshold, and whether the reclaim policy
+    /// tracks resident pages.
+    pub(super) range_threshold: Option<u64>,
+    tracks_resident: bool,
 }
 
 fn splitmix(mut x: u64) -> u64 {
@@ -63,6 +68,7 @@ impl Kernel {
             Buddy::zoned(&zones, m.max_order, pinned)
         };
         let pt = PageTables::with_companions(policies.metadata.companion_level());
+        let (range_threshold, tracks_resident) = (policies.ranges.threshold(), !policies.reclaim.is_default());
         Kernel {
             levels: cfg.os.levels as usize,
             pt,
@@ -75,6 +81,8 @@ impl Kernel {
             mem_mib: m.size.0 >> 20,
             stats: OsStats::default(),
             swapped: BTreeSet::new(),
+            range_threshold,
+            tracks_resident,
         }
     }
 
@@ -216,7 +224,9 @@ impl Kernel {
 
     /// A 4KB page of the current space at `va` became resident in `pfn` (reclaim candidates).
     pub(super) fn resident(&mut self, va: u64, pfn: u64) {
-        self.policies.reclaim.resident(self.cur, va, pfn);
+        if self.tracks_resident {
+            self.policies.reclaim.resident(self.cur, va, pfn);
+        }
     }
 
     /// Evict one resident 4KB page (the reclaim policy's next victim still mapped to its
@@ -230,7 +240,7 @@ impl Kernel {
             self.pt.unmap_range(root, self.levels, va, va + PAGE, &mut |_, _, _| {});
             self.free_frames(pfn, 0);
             inv.push(Invalidation::Range { asid, start: va, end: va + PAGE });
-            if let Some(t) = self.policies.ranges.threshold() {
+            if let Some(t) = self.range_threshold {
                 self.spaces[space].ranges.trim(va, va + PAGE, t);
             }
             self.swapped.insert((space, va));

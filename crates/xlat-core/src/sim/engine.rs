@@ -152,8 +152,11 @@ impl<V: Variant> Core<V> {
         let va = va & self.va_mask;
         let r = (kind == 2) as usize;
         let rbit = (r as u64) << 63;
-        if let Some((pfn, size)) = if MEMO { self.mmu.memo_hit(va, rbit) } else { None } {
-            self.translated::<DATA>(pfn, size, va, kind, Translated::Level(0));
+        if let Some(j) = if MEMO { self.mmu.memo_hit(va, rbit) } else { None } {
+            if DATA || <V::Observer as AccessObserver>::ACTIVE {
+                let (pfn, size) = self.mmu.memo_translation(j);
+                self.translated::<DATA>(pfn, size, va, kind, Translated::Level(0));
+            }
             return Ok(());
         }
         // One copy of the probe loop per role when the roles' first-level TLBs differ in shape
@@ -302,7 +305,7 @@ impl<V: Variant> Core<V> {
             for (((&a, &k), &p), &q) in addr.iter().zip(kind).zip(prev).zip(next) {
                 // Once per page run (a load and a store to one word share their walk).
                 if (q ^ p) >> 12 != 0 {
-                    self.handler.prefetch(&self.os, &self.caches, q & self.va_mask);
+                    self.prefetch(q);
                 }
                 self.access::<DATA, MEMO, S>(a, k)?;
             }
@@ -315,6 +318,13 @@ impl<V: Variant> Core<V> {
             }
         }
         Ok(())
+    }
+
+    /// Host prefetch of what a miss of `va` will read (one call with the engine alone, the
+    /// handler's prefetch inlined in it).
+    #[inline(never)]
+    fn prefetch(&self, va: u64) {
+        self.handler.prefetch(&self.os, &self.caches, va & self.va_mask);
     }
 
     /// Count the accesses `lo..hi` of `b`: by kind, as first-level lookups per role, and the

@@ -169,7 +169,7 @@ impl MissHandler for RadixWalker {
 
     /// The PTE of `va` (its PT found through the OS's region memo) and the cache rows its load
     /// would read.
-    #[inline]
+    #[inline(always)]
     fn prefetch(&self, os: &Os, caches: &Caches, va: u64) {
         let pt = os.tables();
         let Some(t) = pt.pt_of(os.root(), self.levels, va) else {

@@ -1,0 +1,146 @@
+//! Tests of configuration parsing, overrides and validation.
+
+use super::*;
+
+const MIN: &str = r#"
+name = "t"
+[[tlb]]
+name = "l1"
+level = 1
+role = "data"
+entries = 64
+ways = 4
+page_sizes = ["4KB"]
+"#;
+
+fn bad(extra: &str, sets: &[&str]) -> String {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    Config::from_toml("t.toml", &format!("{MIN}{extra}"), &sets).unwrap_err().0
+}
+
+#[test]
+fn minimal_config_parses_with_defaults() {
+    let c = Config::from_toml("t.toml", MIN, &[]).unwrap();
+    assert_eq!(c.os.levels, 4);
+    assert_eq!(c.memory.size.0, 64 << 30);
+    assert_eq!(c.tlb[0].replacement, Replacement::Lru);
+}
+
+#[test]
+fn bad_configurations_name_the_field() {
+    let e = bad("", &["tlb.l1.ways=5"]);
+    assert!(e.contains("tlb 'l1'") && e.contains("ways = 5 does not divide entries = 64"), "{e}");
+    let e = bad("", &["tlb.l1.page_sizes=[\"8KB\"]"]);
+    assert!(e.contains("tlb[0] ('l1').page_sizes[0]") && e.contains("8KB"), "{e}");
+    let e = bad("", &["memory.size=-4"]);
+    assert!(e.contains("memory.size") && e.contains("negative"), "{e}");
+    let e = bad("", &["tlb.l1.entires=4"]);
+    assert!(e.contains("tlb[0] ('l1')") && e.contains("unknown field `entires`"), "{e}");
+    let e = bad("[os]\nlevel = 4\n", &[]);
+    assert!(e.contains("os") && e.contains("unknown field `level`"), "{e}");
+    let e = bad("", &["tlb.l9.ways=4"]);
+    assert_eq!(e, "--set 'tlb.l9.ways=4': there is no tlb named 'l9'.");
+    assert!(!e.contains('\n'));
+}
+
+#[test]
+fn set_overrides_apply() {
+    let c = Config::from_toml("t", MIN, &["tlb.l1.entries=128".into(), "os.policy=thp".into()]).unwrap();
+    assert_eq!(c.tlb[0].entries, 128);
+    assert_eq!(c.os.policy, Policy::Thp);
+    assert_ne!(c.hash_hex(), Config::from_toml("t", MIN, &[]).unwrap().hash_hex());
+}
+
+#[test]
+fn memory_kinds_and_os_policies() {
+    let kinds = "[memory]\n[[memory.kinds]]\nname = \"dram\"\nsize = \"4GiB\"\nread_latency = 150\n[[memory.kinds]]\nname = \"nvm\"\nsize = \"8GiB\"\nread_latency = 600\n";
+    let c = Config::from_toml("t", &format!("{MIN}{kinds}"), &["memory.kinds.nvm.write_latency=2000".into()]).unwrap();
+    assert_eq!(c.memory.size.0, 12 << 30, "memory.size left out: the sum");
+    assert_eq!(c.memory.dram_latency, 150, "the first kind's read latency");
+    assert_eq!(c.memory.kinds[1].write_latency, 2000);
+    assert!(c.to_json()["memory"].get("kinds").is_some());
+    let d = Config::from_toml("t", MIN, &[]).unwrap();
+    assert!(d.to_json()["memory"].get("kinds").is_none(), "absent by default: results unchanged");
+    assert!(d.to_json()["os"].get("allocation").is_none());
+    let e = bad(kinds, &["memory.size=8GiB"]);
+    assert!(e.contains("memory.size = 8589934592 must equal the sum of the memory.kinds sizes (12884901888)"), "{e}");
+    let e = bad(kinds, &["memory.dram_latency=100"]);
+    assert!(e.contains("give memory.dram_latency or memory.kinds, not both"), "{e}");
+    let e = bad(kinds, &["memory.kinds.nvm.size=3MiB"]);
+    assert!(
+        e.contains("memory kind 'nvm' (memory.kinds[1]): size = 3145728 must be a positive multiple of 2MiB"),
+        "{e}"
+    );
+    let e = bad(kinds, &["memory.kinds.nvm.name=\"dram\""]);
+    assert!(e.contains("memory kind 'dram' (memory.kinds[1]): the name is used twice"), "{e}");
+    let e = bad(kinds, &["memory.kinds.nvm.read_energy_pj=-1.0"]);
+    assert!(e.contains("read_energy_pj = -1 must be a finite number >= 0"), "{e}");
+    let c = Config::from_toml(
+        "t",
+        &format!("{MIN}{kinds}"),
+        &[
+            "os.tiering=highest-first",
+            "os.allocation=eager",
+            "os.eager_max_order=10",
+            "os.ranges=contiguous",
+            "os.range_threshold=64KiB",
+            "os.reclaim=fifo",
+            "os.metadata=registry",
+        ]
+        .map(String::from),
+    )
+    .unwrap();
+    assert_eq!(
+        (c.os.tiering, c.os.allocation, c.os.eager_max_order),
+        (TieringPolicy::HighestFirst, Allocation::Eager, Some(10))
+    );
+    assert_eq!(
+        (c.os.ranges, c.os.range_threshold.0, c.os.reclaim, c.os.metadata),
+        (RangePolicy::Contiguous, 64 << 10, ReclaimPolicy::Fifo, MetadataPolicy::Registry)
+    );
+    for (sets, want) in [
+        (&["os.tiering=highest-first"][..], "os.tiering = \"highest-first\" needs at least two memory.kinds"),
+        (&["os.eager_max_order=3"][..], "os.eager_max_order only applies to os.allocation = \"eager\""),
+        (
+            &["os.allocation=eager", "os.eager_max_order=19"][..],
+            "os.eager_max_order = 19 must be at most memory.max_order = 18",
+        ),
+        (&["os.range_threshold=64KiB"][..], "os.range_threshold only applies to os.ranges = \"contiguous\""),
+        (
+            &["os.ranges=contiguous", "os.range_threshold=1000"][..],
+            "os.range_threshold = 1000 must be a positive multiple of 4KiB",
+        ),
+        (&["os.reclaim=lru"][..], "unknown variant `lru`, expected `none` or `fifo`"),
+    ] {
+        let e = bad("", sets);
+        assert!(e.contains(want), "{e}");
+    }
+}
+
+#[test]
+fn walker_kinds_and_range_tlbs_are_checked() {
+    let e = bad("[walker]\ntrap_cycles = 5\n", &[]);
+    assert!(e.contains("apply to walker.kind = \"software\" only"), "{e}");
+    let psc = "[[psc]]\nname = \"pde\"\ncaches = \"pde\"\nentries = 4\nways = 4\n";
+    let e = bad(&format!("{psc}[walker]\nkind = \"software\"\n"), &[]);
+    assert!(e.contains("uses no paging-structure caches"), "{e}");
+    let e = bad("[walker]\nkind = \"software\"\n", &["os.levels=5"]);
+    assert!(e.contains("needs os.levels = 4"), "{e}");
+    let c = Config::from_toml("t.toml", &format!("{MIN}[walker]\nkind = \"software\"\n"), &[]).unwrap();
+    assert_eq!(c.walker.kind, WalkerKind::Software);
+    let r = "[[range_tlb]]\nname = \"r\"\nentries = 32\nstage = 2\n";
+    let c = Config::from_toml("t.toml", &format!("{MIN}{r}"), &["range_tlb.r.entries=16".into()]).unwrap();
+    assert_eq!(c.range_tlb[0].entries, 16);
+    for (set, want) in [
+        ("range_tlb.r.stage=1", "stage = 1 must be between 2 and 2"),
+        ("range_tlb.r.stage=3", "stage = 3 must be between 2 and 2"),
+        ("range_tlb.r.entries=0", "entries = 0 must be between 1 and 1024"),
+        ("range_tlb.r.name=\"l1\"", "the name is used twice"),
+    ] {
+        let e = bad(r, &[set]);
+        assert!(e.contains(want), "{set}: {e}");
+    }
+    // Absent by default: the configuration's JSON (and its hash) are today's.
+    let plain = Config::from_toml("t.toml", MIN, &[]).unwrap().to_json();
+    assert!(plain.get("range_tlb").is_none() && plain["walker"].get("kind").is_none());
+}
