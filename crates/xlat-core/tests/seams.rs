@@ -9,68 +9,10 @@ use xlat_core::sim::epoch::{EpochController, EpochCx, Period};
 use xlat_core::sim::observer::{AccessObserver, Observed, Translated};
 use xlat_core::stats::{Counters, Sink};
 use xlat_core::{presets, Simulator};
-use xlat_trace::{Access, AccessKind, Batch, Marker, SideBody, Syscall, SyscallKind};
+use xlat_trace::{Access, AccessKind, Batch, Marker, SideBody};
 
-fn preset(name: &str, sets: &[&str]) -> Config {
-    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    Config::from_toml(name, presets::get(name).expect("preset"), &sets).expect("valid")
-}
-
-fn mmap(b: &mut Batch, addr: u64, len: u64, flags: u64) {
-    let s = Syscall { kind: SyscallKind::Mmap, args: [0, len, 3, flags, u64::MAX, 0], ret: addr as i64 };
-    b.push_side(1, 0, SideBody::Syscall(s));
-}
-
-const G: u64 = 1 << 30;
-const ANON: u64 = 0x22;
-
-/// Loads, stores and fetches over 4KB, 2MB and 1GB pages, half near a recent address, with
-/// IPC and phase markers now and then, in several batches; instruction counts grow by 1-3.
-fn mixed_trace(n: u64) -> Vec<Batch> {
-    let (anon, huge2m, huge1g) = (0x7000_0000_0000u64, 0x7100_0000_0000u64, 0x7200_0000_0000u64);
-    let regions = [(anon, 2 * G), (huge2m, 64 << 20), (huge1g, 4 * G)];
-    let mut batches = vec![Batch::default()];
-    mmap(&mut batches[0], anon, 2 * G, ANON);
-    mmap(&mut batches[0], huge2m, 64 << 20, ANON | 0x40000 | (21 << 26));
-    mmap(&mut batches[0], huge1g, 4 * G, ANON | 0x40000 | (30 << 26));
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let (mut recent, mut ic) = (anon, 0u64);
-    for i in 0..n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let addr = if x & 1 == 0 {
-            recent ^ ((x >> 8) & 0x3fff)
-        } else {
-            let (base, len) = regions[(x >> 1) as usize % 3];
-            base + (x >> 16) % len
-        };
-        recent = addr;
-        let kind = [AccessKind::Load, AccessKind::Store, AccessKind::IFetch][(x >> 4) as usize % 3];
-        if i % 25_000 == 0 {
-            batches.push(Batch::default());
-        }
-        let b = batches.last_mut().expect("a batch");
-        if i % 997 == 0 {
-            b.push_side(1, ic, SideBody::Marker(Marker::IpcSend { peer: 2, bytes: 64 }));
-        }
-        if i % 4999 == 0 {
-            b.push_side(1, ic, SideBody::Marker(Marker::Phase { id: 1, name: "p".into() }));
-        }
-        ic += 1 + (x >> 30) % 3;
-        b.push_access(Access { addr: addr & !7, icount: ic, tid: 1, size: 8, kind });
-    }
-    batches
-}
-
-fn run(mut s: Simulator, batches: &[Batch]) -> (Simulator, std::collections::BTreeMap<String, u64>) {
-    for b in batches {
-        s.batch(b).expect("simulate");
-    }
-    s.check_invariants().expect("invariants");
-    let c = s.counters();
-    (s, c)
-}
+mod common;
+use common::{mixed_trace, mmap, preset, run, ANON};
 
 /// An observer that counts what it sees.
 #[derive(Default)]
@@ -116,7 +58,7 @@ impl Counters for Census {
 
 #[test]
 fn an_observer_sees_every_access_where_it_was_translated() {
-    let batches = mixed_trace(120_000);
+    let batches = mixed_trace(120_000, 4 * common::G, true);
     let (_, plain) = run(Simulator::new(&preset("skylake", &[])).expect("simulator"), &batches);
     let mut census = Census::default();
     let (s, c) = {
@@ -167,7 +109,7 @@ fn an_observer_sees_every_access_where_it_was_translated() {
 fn the_general_loop_counts_what_the_plain_one_counts_on_every_preset() {
     // The general copy (handler and backend chosen at run time, a staged miss path that
     // holds page TLBs only here) gives today's results: every counter, every preset.
-    let batches = mixed_trace(60_000);
+    let batches = mixed_trace(60_000, 4 * common::G, true);
     for (name, _) in presets::ALL {
         for sets in [&[][..], &["os.policy=thp"][..], &["sim.data_through_caches=true"][..]] {
             let cfg = preset(name, sets);
@@ -218,7 +160,7 @@ impl EpochController for WayFlipper {
 
 #[test]
 fn an_epoch_controller_runs_every_n_instructions_and_acts_on_the_tlbs() {
-    let batches = mixed_trace(100_000);
+    let batches = mixed_trace(100_000, 4 * common::G, true);
     let n = 10_007;
     let flipper =
         WayFlipper { every: Period::Instructions(n), tlb: "l1d-4k", runs: 0, seen_instructions: vec![], dropped: 0 };
@@ -379,7 +321,7 @@ fn a_range_tlb_in_the_miss_path_translates_in_parallel_or_in_sequence() {
 
 #[test]
 fn two_memory_kinds_with_every_frame_in_dram_count_what_one_dram_counts() {
-    let batches = mixed_trace(60_000);
+    let batches = mixed_trace(60_000, 4 * common::G, true);
     let plain = preset("skylake", &[]);
     let (_, one) = run(Simulator::new(&plain).expect("simulator"), &batches);
     // 64 GiB of DRAM (at the plain latency) and 32 GiB of NVM after it: the lowest-first

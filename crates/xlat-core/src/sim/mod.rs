@@ -25,5 +25,3 @@ pub use parallel::simulate_many;
 pub use result::{Series, SimResult, SCHEMA, SCHEMA_VERSION};
 pub use simulator::{open_source, run, simulate, Error, Simulator};
 
-#[cfg(test)]
-mod tests;

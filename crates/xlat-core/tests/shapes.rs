@@ -1,20 +1,11 @@
-//! Unit tests of the engine: the shaped and general loops agree.
+//! The shape-compiled loop: which configurations take it, and that it counts what the general
+//! loop counts.
 
-use super::simulator::Simulator;
-use crate::config::Config;
-use crate::presets;
-use xlat_trace::Batch;
-use xlat_trace::{Access, AccessKind, SideBody, Syscall, SyscallKind};
+use xlat_core::config::Config;
+use xlat_core::{presets, Simulator};
 
-fn skylake(sets: &[&str]) -> Config {
-    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    Config::from_toml("skylake", presets::get("skylake").expect("preset"), &sets).expect("valid")
-}
-
-fn mmap(b: &mut Batch, addr: u64, len: u64, flags: u64) {
-    let s = Syscall { kind: SyscallKind::Mmap, args: [0, len, 3, flags, u64::MAX, 0], ret: addr as i64 };
-    b.push_side(1, 0, SideBody::Syscall(s));
-}
+mod common;
+use common::{mixed_trace, preset, G};
 
 #[test]
 fn the_skylake_shaped_loop_counts_what_the_generic_one_counts() {
@@ -22,35 +13,9 @@ fn the_skylake_shaped_loop_counts_what_the_generic_one_counts() {
     // MiB hugetlb) and 1GB pages (24 GiB hugetlb), half of them near a recent address (TLB
     // and memo hits), the rest anywhere (walks through every cache level): the Skylake
     // preset's shaped loop and the general loop give every counter alike.
-    const G: u64 = 1 << 30;
-    let (anon, huge2m, huge1g) = (0x7000_0000_0000u64, 0x7100_0000_0000u64, 0x7200_0000_0000u64);
-    let regions = [(anon, 2 * G), (huge2m, 64 << 20), (huge1g, 24 * G)];
-    let mut batches = vec![Batch::default()];
-    mmap(&mut batches[0], anon, 2 * G, 0x22);
-    mmap(&mut batches[0], huge2m, 64 << 20, 0x22 | 0x40000 | (21 << 26));
-    mmap(&mut batches[0], huge1g, 24 * G, 0x22 | 0x40000 | (30 << 26));
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut recent = anon;
-    for i in 0..200_000u64 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let addr = if x & 1 == 0 {
-            recent ^ ((x >> 8) & 0x3fff)
-        } else {
-            let (base, len) = regions[(x >> 1) as usize % 3];
-            base + (x >> 16) % len
-        };
-        recent = addr;
-        let kind = [AccessKind::Load, AccessKind::Store, AccessKind::IFetch][(x >> 4) as usize % 3];
-        if i % 50_000 == 0 {
-            batches.push(Batch::default());
-        }
-        let b = batches.last_mut().expect("a batch");
-        b.push_access(Access { addr: addr & !7, icount: i + 1, tid: 1, size: 8, kind });
-    }
+    let batches = mixed_trace(200_000, 24 * G, false);
     let run = |shaped: bool| {
-        let mut s = Simulator::new(&skylake(&[])).expect("simulator");
+        let mut s = Simulator::new(&preset("skylake", &[])).expect("simulator");
         assert_eq!(s.shape(), "skylake", "the Skylake preset has the Skylake shape");
         s.set_shaped(shaped);
         for b in &batches {
@@ -81,7 +46,7 @@ fn the_skylake_shaped_loop_counts_what_the_generic_one_counts() {
 
 #[test]
 fn only_configurations_of_the_skylake_shape_take_its_loop() {
-    let shaped = |sets: &[&str]| Simulator::new(&skylake(sets)).expect("simulator").shape() == "skylake";
+    let shaped = |sets: &[&str]| Simulator::new(&preset("skylake", sets)).expect("simulator").shape() == "skylake";
     assert!(shaped(&[]));
     assert!(shaped(&["tlb.stlb.entries=3072"]), "256 sets of 12 ways: the same class");
     assert!(shaped(&["tlb.l1d-4k.replacement=\"fifo\""]), "FIFO keeps recency rows");
