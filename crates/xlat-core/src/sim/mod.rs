@@ -24,4 +24,3 @@ pub use crate::mmu::walker::radix::TABLE_NAMES;
 pub use parallel::simulate_many;
 pub use result::{Series, SimResult, SCHEMA, SCHEMA_VERSION};
 pub use simulator::{open_source, run, simulate, Error, Simulator};
-
