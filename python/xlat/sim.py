@@ -102,6 +102,9 @@ class SimResult:
         self.trace: str = data["trace"]
         mp = data.get("miss_profile")
         self.miss_profile: dict[int, int] | None = None if mp is None else {a: n for a, n in mp}
+        #: ``sim.contiguity=true``: the ranges the OS could form at the end (``runs``: (pages,
+        #: count) largest first, ``pages``, ``entries_4k/2m/1g``); see :func:`xlat.rmm.contiguity`.
+        self.contiguity: dict[str, Any] | None = data.get("contiguity")
 
     @property
     def label(self) -> str:

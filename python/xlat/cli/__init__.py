@@ -1,7 +1,7 @@
 """The ``xlat`` command line: one entry point, one subcommand per job.
 
 Each command lives in its own module here (``workloads``, ``trace_info``, ``convert`` (and
-``import``), ``sim``, ``demo``, ``run`` (and ``hugepages``), ``trace``, ``experiment``), and
+``import``), ``sim``, ``rmm``, ``demo``, ``run`` (and ``hugepages``), ``trace``, ``experiment``), and
 registers its parser with a ``register`` function; :mod:`xlat.cli.common` holds what they share.
 
 Errors a user can cause print one sentence (``xlat: error: ...``) and exit with status 1;
@@ -34,7 +34,7 @@ examples:
 def build_parser() -> argparse.ArgumentParser:
     # Imported here, not at the top: `python -m xlat.mosaic` imports this package for xlat.cli.run,
     # and must work without the Rust extension, which the other commands import.
-    from xlat.cli import convert, demo, experiment, run, sim, trace, trace_info, workloads
+    from xlat.cli import convert, demo, experiment, rmm, run, sim, trace, trace_info, workloads
 
     common = argparse.ArgumentParser(add_help=False)
     add_progress_flags(common)
@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace_info.register(sub, common)
     convert.register_convert(sub, common)
     sim.register(sub, common)
+    rmm.register(sub, common)  # Redundant Memory Mappings against its baselines
     demo.register(sub, common)
     run.register(sub)  # run and hugepages (the mosaic allocator)
     trace.register(sub)  # trace (real programs under QEMU)

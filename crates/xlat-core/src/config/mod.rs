@@ -35,6 +35,10 @@ pub struct SimConfig {
     /// report them as `miss_profile` (the sliding-window heuristic's input).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub miss_profile: bool,
+    /// At the end of the run, report the ranges the OS could form (maximal runs of virtually
+    /// and physically contiguous pages per VMA) as `contiguity` (RMM, seed 000 Table 4.7).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub contiguity: bool,
     /// Sample every counter each this many instructions (0: off).
     #[serde(default)]
     pub interval_instructions: u64,
@@ -51,6 +55,10 @@ impl std::hash::Hash for SimConfig {
         self.interval_instructions.hash(h);
         self.base_cpi.to_bits().hash(h);
         self.miss_profile.hash(h);
+        // Hashed only when on, so that the hash of every configuration without it is unchanged.
+        if self.contiguity {
+            "contiguity".hash(h);
+        }
     }
 }
 
@@ -68,6 +76,7 @@ impl Default for SimConfig {
             seed: 1,
             interval_accesses: 0,
             miss_profile: false,
+            contiguity: false,
             interval_instructions: 0,
             base_cpi: 1.0,
         }

@@ -13,6 +13,7 @@
 //! `policy/`, and the leaves `types.rs` and `counters.rs`.
 
 pub mod buddy;
+mod contiguity;
 mod counters;
 mod fault;
 mod kernel;
@@ -27,6 +28,7 @@ mod types;
 #[cfg(test)]
 mod tests;
 
+pub use contiguity::Contiguity;
 pub use counters::OsStats;
 pub use mosaic::{ANON_POOL_BASE, FILE_POOL_BASE, HEAP_POOL_BASE, MAX_POOL};
 pub use policy::Policies;
@@ -202,6 +204,10 @@ impl Os {
     /// Range translations of the current address space.
     pub fn ranges(&self) -> Vec<Range> {
         self.k.space().ranges.iter().copied().collect()
+    }
+    /// The ranges every address space could form now (`sim.contiguity`; see `contiguity.rs`).
+    pub fn contiguity(&self) -> Contiguity {
+        contiguity::measure(&self.k.pt, self.k.levels, &self.k.spaces)
     }
     /// Software lookup of the current space's mapping of simulated `va` (a plain walk).
     pub fn lookup(&self, va: u64) -> Option<(u64, PageSize)> {

@@ -41,6 +41,9 @@ pub struct SimResult {
     /// `sim.miss_profile`: (2MB region start address, walks in it), by address.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub miss_profile: Option<Vec<(u64, u64)>>,
+    /// `sim.contiguity`: the ranges the OS could form at the end of the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contiguity: Option<crate::os::Contiguity>,
     pub config: serde_json::Value,
 }
 
@@ -188,6 +191,7 @@ impl<V: Variant> Core<V> {
             series,
             epochs,
             miss_profile: self.handler.miss_profile(),
+            contiguity: self.cfg.sim.contiguity.then(|| self.os.contiguity()),
             config: self.cfg.to_json(),
         }
     }

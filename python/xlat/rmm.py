@@ -1,0 +1,193 @@
+"""Redundant Memory Mappings (RMM, seed 000 chapter 4) as configurations of the one simulator,
+and their evaluation: which share of the page walks the range TLB removes, the Table 4.5
+performance model beside xlat's additive estimate, and the contiguity of the simulated memory
+under demand paging with THP and under eager paging (Tables 4.2 and 4.7).
+
+RMM is not a separate simulator: it is eager paging (``os.allocation = "eager"``), a range
+table per address space (``os.ranges = "contiguous"``, ``os.range_threshold``) and a range
+TLB in the miss path (``[[range_tlb]]``), all plain configuration keys.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from xlat.models import rmm_performance_model
+from xlat.sim import Run, SimResult, preset, simulate_many
+
+__all__ = [
+    "DESIGNS",
+    "RANGE_THRESHOLD_PAGES",
+    "RANGE_TLB_ENTRIES",
+    "Evaluation",
+    "contiguity",
+    "design_runs",
+    "evaluate",
+    "range_stats",
+]
+
+#: Section 4.7: a 32-entry fully associative range TLB, probed in parallel with the L2 TLB.
+RANGE_TLB_ENTRIES = 32
+#: Section 4.4: ranges of at least 8 pages (32 KB), so that small ranges do not thrash the
+#: range TLB (Table 4.7's coverage uses the same threshold).
+RANGE_THRESHOLD_PAGES = 8
+#: The designs `evaluate` knows, in the order it reports them.
+DESIGNS = ("4KB", "THP", "RMM")
+
+
+def _l2_latency(cpu: str) -> int:
+    """The latency of the preset's level-2 page TLB (the range TLB is probed beside it, so it
+    gets the same latency: section 4.7 sizes it to meet the L2 TLB's timing)."""
+    tlbs = tomllib.loads(preset(cpu)).get("tlb", [])
+    lat = [t.get("latency", 0) for t in tlbs if t.get("level") == 2]
+    return max(lat) if lat else 0
+
+
+def range_tlb_set(cpu: str, entries: int = RANGE_TLB_ENTRIES, stage: int = 2) -> str:
+    """The ``--set`` that adds RMM's range TLB to preset ``cpu``."""
+    return f'range_tlb=[{{name="range", entries={entries}, stage={stage}, latency={_l2_latency(cpu)}}}]'
+
+
+def design_runs(
+    cpu: str = "skylake", designs: tuple[str, ...] = DESIGNS, extra: tuple[str, ...] = ()
+) -> dict:
+    """Name -> :class:`Run` for each design on preset ``cpu`` (``extra``: more ``--set``s for
+    all). 4KB: demand paging, 4KB pages; THP: demand paging with transparent huge pages; RMM:
+    eager paging, range table, a 32-entry range TLB beside the L2 TLB, 4KB pages (section 4.7
+    evaluates RMM without huge pages)."""
+    sets = {
+        "4KB": ("os.policy=4k",),
+        "THP": ("os.policy=thp",),
+        "RMM": ("os.policy=4k", "os.allocation=eager", "os.ranges=contiguous", range_tlb_set(cpu)),
+        # Contiguity only (Table 4.7): the ranges demand paging with THP and eager paging form.
+        "demand+THP": ("os.policy=thp", "os.ranges=contiguous"),
+        "eager": ("os.policy=4k", "os.allocation=eager", "os.ranges=contiguous"),
+    }
+    unknown = [d for d in designs if d not in sets]
+    if unknown:
+        raise ValueError(f"unknown design {unknown[0]!r}: choose among {', '.join(sets)}")
+    return {d: Run(cpu=cpu, set=(*sets[d], *extra)) for d in designs}
+
+
+def range_stats(
+    runs: Any, entries: dict[str, int] | None = None, threshold: int = RANGE_THRESHOLD_PAGES
+) -> dict:
+    """Table 4.2 and 4.7 figures from maximal contiguous runs.
+
+    ``runs``: ``[(size_in_pages, count), ...]`` (the simulator's ``contiguity.runs``) or an
+    array of run sizes. ``entries``: page-table entries by size (``entries_4k`` ...), for the
+    "translation entries with pages" column. Range sizes (median, average, maximum) are of the
+    ranges at least ``threshold`` pages long (the ranges the OS creates); "ranges for 99%" and
+    "largest share" count every run (ideal RMM, Table 4.2)."""
+    arr = np.asarray(runs, dtype=np.int64)
+    if arr.ndim == 2:
+        sizes = np.repeat(arr[:, 0], arr[:, 1]) if arr.size else np.zeros(0, np.int64)
+    else:
+        sizes = arr
+    if np.any(sizes <= 0):
+        raise ValueError("run sizes must be positive page counts")
+    sizes = np.sort(sizes)[::-1]
+    pages = int(sizes.sum())
+    kept = sizes[sizes >= threshold]
+    out: dict[str, Any] = {
+        "pages": pages,
+        "runs": int(sizes.size),
+        "ranges": int(kept.size),
+        "threshold_pages": threshold,
+        "coverage": float(kept.sum() / pages) if pages else 0.0,
+        "median_pages": float(np.median(kept)) if kept.size else 0.0,
+        "average_pages": float(kept.mean()) if kept.size else 0.0,
+        "max_pages": int(sizes[0]) if sizes.size else 0,
+        "ranges_for_99": int(np.searchsorted(np.cumsum(sizes), 0.99 * pages) + 1) if pages else 0,
+        "largest_share": float(sizes[0] / pages) if pages else 0.0,
+    }
+    if entries is not None:
+        out["page_entries"] = int(sum(entries.get(k, 0) for k in ("entries_4k", "entries_2m", "entries_1g")))
+    return out
+
+
+def contiguity(result: SimResult, threshold: int = RANGE_THRESHOLD_PAGES) -> dict:
+    """:func:`range_stats` of a result simulated with ``sim.contiguity=true``."""
+    c = result.data.get("contiguity")
+    if c is None:
+        raise ValueError(
+            f"{result.label}: simulated without sim.contiguity=true, so no contiguity was measured"
+        )
+    return range_stats(c["runs"], c, threshold)
+
+
+@dataclass
+class Evaluation:
+    """The designs' results over one trace, and the figures of chapter 4."""
+
+    trace: str
+    results: dict[str, SimResult]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_pandas(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.rows).set_index("design")
+
+
+def _walks(r: SimResult) -> int:
+    return r.counters["walker.walks"]
+
+
+def evaluate(
+    trace: str,
+    cpu: str = "skylake",
+    designs: tuple[str, ...] = DESIGNS,
+    extra: tuple[str, ...] = (),
+    threads: int | None = None,
+    progress: bool = False,
+) -> Evaluation:
+    """Simulate ``trace`` under each design (and, for the contiguity columns, with
+    ``sim.contiguity=true``) and compute, per design: page walks, the share of the 4KB design's
+    walks removed, the Table 4.5 overheads (``Over_4K``, ``Over_2M``, ``Over_SIM`` with the
+    4KB run's average walk cost; needs the 4KB and THP designs) beside xlat's additive
+    estimate (walk cycles over base cycles of the design's own run), and the contiguity of the
+    memory at the end (ranges, coverage, ranges for 99%...)."""
+    runs = design_runs(cpu, designs, (*extra, "sim.contiguity=true"))
+    results = dict(
+        zip(runs, simulate_many(trace, runs.values(), threads=threads, progress=progress), strict=True)
+    )
+    ev = Evaluation(trace=trace, results=results)
+    base = results.get("4KB")
+    model = None
+    if base is not None and "THP" in results and _walks(base) > 0:
+        thp = results["THP"]
+        model = {
+            "t_2m": thp.derived["time.total_cycles"],
+            "c_2m": thp.derived["time.walk_cycles"],
+            "c_4k": base.derived["time.walk_cycles"],
+            "m_4k": _walks(base),
+        }
+    for name, r in results.items():
+        row: dict[str, Any] = {
+            "design": name,
+            "accesses": r.counters["accesses"],
+            "l1_misses": r.counters.get("tlb_level1.data.misses", 0)
+            + r.counters.get("tlb_level1.instruction.misses", 0),
+            "walks": _walks(r),
+            "range_tlb_hits": r.counters.get("range_tlb.range.hits", 0),
+            "additive_overhead": r.derived["time.walk_cycles"] / r.derived["time.base_cycles"]
+            if r.derived["time.base_cycles"]
+            else 0.0,
+        }
+        if base is not None and _walks(base):
+            row["walks_removed"] = 1.0 - _walks(r) / _walks(base)
+        if model is not None:
+            m = rmm_performance_model(m_sim=_walks(r), **model)
+            row["over_4k"] = m["overhead_4k"]
+            row["over_2m"] = model["c_2m"] / m["ideal"]
+            row["over_sim"] = m["overhead_sim"]
+        stats = contiguity(r)
+        row.update({f"contiguity.{k}": v for k, v in stats.items()})
+        row["frames_in_use"] = r.counters["os.frames_in_use"]
+        ev.rows.append(row)
+    return ev

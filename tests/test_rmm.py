@@ -1,0 +1,99 @@
+"""Redundant Memory Mappings (seed 000 chapter 4) from Python and the command line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import xlat.rmm as rmm
+from xlat.cli import main
+from xlat.models import rmm_performance_model
+
+# A gups over 512 MiB: every design touches most of it, so eager paging's extra memory is small.
+GUPS = "workload:gups?size=512MiB&accesses=400000&seed=3"
+
+
+def test_range_stats_by_hand():
+    # Runs of 64, 16, 16, 4, 4, 4 and ten of 1 page: 118 pages, 16 runs, 3 of at least 8 pages.
+    runs = [(64, 1), (16, 2), (4, 3), (1, 10)]
+    s = rmm.range_stats(runs)
+    assert (s["pages"], s["runs"], s["ranges"], s["max_pages"]) == (118, 16, 3, 64)
+    assert s["coverage"] == pytest.approx(96 / 118)
+    assert (s["median_pages"], s["average_pages"]) == (16.0, 32.0)
+    # Largest first the sums are 64, 80, 96, 100, 104, 108, 109, ..., 118: 99% of 118 (116.82)
+    # needs the first 15 runs.
+    assert s["ranges_for_99"] == 15
+    assert s["largest_share"] == pytest.approx(64 / 118)
+    # The same runs as an array of sizes, in any order, give the same figures.
+    sizes = np.repeat([1, 4, 16, 64], [10, 3, 2, 1])
+    assert rmm.range_stats(sizes[::-1]) == s
+    # A threshold of 1 keeps every run.
+    assert rmm.range_stats(runs, threshold=1)["ranges"] == 16
+    assert rmm.range_stats(runs, {"entries_4k": 100, "entries_2m": 2})["page_entries"] == 102
+    with pytest.raises(ValueError, match="positive"):
+        rmm.range_stats([(0, 3)])
+
+
+def test_rmm_removes_the_walks_and_eager_paging_forms_few_ranges():
+    ev = rmm.evaluate(GUPS, designs=("4KB", "THP", "RMM", "demand+THP", "eager"), threads=2)
+    rows = {r["design"]: r for r in ev.rows}
+    base, thp, r = rows["4KB"], rows["THP"], rows["RMM"]
+    # Section 4.8: the 32-entry range TLB removes more than 99% of the L2 TLB misses.
+    assert base["walks"] > 100_000
+    assert r["walks_removed"] >= 0.99
+    assert r["range_tlb_hits"] + r["walks"] >= base["walks"]
+    # Table 4.7: eager paging maps the footprint with a handful of ranges, demand paging with
+    # THP needs one per 2MB page at least (orders of magnitude more).
+    assert rows["eager"]["contiguity.ranges_for_99"] <= 50
+    assert rows["eager"]["contiguity.coverage"] > 0.99
+    assert rows["demand+THP"]["contiguity.ranges"] >= 100 * rows["eager"]["contiguity.ranges"]
+    assert rows["demand+THP"]["contiguity.median_pages"] == 512
+    # Table 4.5 from the simulated counters, as the model function computes it.
+    m = rmm_performance_model(
+        t_2m=ev.results["THP"].derived["time.total_cycles"],
+        c_2m=ev.results["THP"].derived["time.walk_cycles"],
+        c_4k=ev.results["4KB"].derived["time.walk_cycles"],
+        m_4k=base["walks"],
+        m_sim=r["walks"],
+    )
+    assert r["over_sim"] == pytest.approx(m["overhead_sim"])
+    assert base["over_sim"] == pytest.approx(base["over_4k"])
+    assert r["over_sim"] < thp["over_sim"] < base["over_sim"]
+    # Eager paging instantiates at least what demand paging touched.
+    assert r["frames_in_use"] >= base["frames_in_use"]
+
+
+def test_a_result_without_contiguity_says_so():
+    import xlat.sim as sim
+
+    with pytest.raises(ValueError, match=r"sim\.contiguity=true"):
+        rmm.contiguity(sim.simulate("workload:gups?size=64MiB&accesses=1000"))
+
+
+def test_cli_prints_the_table_and_json(capsys):
+    assert main(["rmm", "--no-progress", GUPS, "--designs", "4KB,RMM", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["design"] for r in rows] == ["4KB", "RMM"]
+    assert rows[1]["walks_removed"] >= 0.99
+    assert main(["rmm", "--no-progress", GUPS, "--designs", "4KB,THP,RMM"]) == 0
+    out = capsys.readouterr().out
+    assert "Table 4.5" in out and "walks removed vs 4KB" in out
+
+
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["--designs", "4KB,foo"], "unknown design 'foo'"),
+        (["--threshold", "0"], "--threshold must be at least 1 page"),
+        (
+            ["--designs", "RMM", "--set", "range_tlb.range.entries=0"],
+            "entries = 0 must be between 1 and 1024",
+        ),
+        (["--designs", "RMM", "--set", "os.range_threshold=0"], "os.range_threshold = 0 must be a positive"),
+    ],
+)
+def test_cli_bad_input_is_one_sentence(capsys, args, msg):
+    assert main(["rmm", "--no-progress", "workload:gups?size=64MiB&accesses=1000", *args]) == 1
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1
