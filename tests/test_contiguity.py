@@ -182,6 +182,8 @@ def test_sample_of_a_fake_process_hand_computed(tmp_path):
     assert st["largest_range_pct"] == pytest.approx(100 * 1024 / 1034)
     assert st["range_pages"] == {"median": 2, "average": pytest.approx(206.8), "max": 1024}
     assert (st["threshold_ranges"], st["threshold_range_pages"]["median"]) == (1, 1024)
+    # anonymous VMAs only: the 1024-page range
+    assert st["anonymous"]["present_pages"] == 1024 and st["anonymous"]["ranges"] == 1
     assert range_stats(s.sizes, cover=0.995)["ranges_to_cover_99.5pct"] == 3  # 1029 pages: 1024+4+2
 
 
@@ -342,12 +344,12 @@ def test_cli_without_root_says_root_is_needed(tmp_path):
 
 @needs_root
 def test_cli_runs_a_program_and_reports(tmp_path, capsys):
-    prog = [sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(1.5)"]
+    prog = [sys.executable, "-c", "import time; b = bytearray(64 << 20); print('hello'); time.sleep(1.5)"]
     png = tmp_path / "c.png"
     pytest.importorskip("matplotlib")
     rc = main(["contiguity", "--interval", "0.4", "--json", "--plot", str(png), "--", *prog])
     assert rc == 0
-    out = json.loads(capsys.readouterr().out)
+    out = json.loads(capsys.readouterr().out)  # the program's "hello" went to stderr
     assert out["program"] == prog and out["exit_status"] == 0
     assert len(out["samples"]) >= 2
     last = out["samples"][-1]

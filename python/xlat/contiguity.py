@@ -102,6 +102,11 @@ class Vma:
     def pages(self) -> int:
         return (self.end - self.start) // PAGE_SIZE
 
+    @property
+    def anonymous(self) -> bool:
+        """Not backed by a file: no name, ``[heap]``, ``[stack]`` or a named ``[anon:...]``."""
+        return self.path in ("", "[heap]") or self.path.startswith(("[stack", "[anon:"))
+
 
 @dataclass(frozen=True)
 class Run:
@@ -242,6 +247,7 @@ class Sample:
     vmas: int  # VMAs measured
     pmd_mapped_pages_smaps: int | None = None  # AnonHugePages+ShmemPmdMapped+FilePmdMapped, pages
     per_vma_present: dict[int, int] = field(default_factory=dict)  # VMA start -> present pages
+    anon: np.ndarray | None = None  # per range (as ``sizes``): whether its VMA is anonymous
 
     @property
     def present_pages(self) -> int:
@@ -267,6 +273,20 @@ class Sample:
             "pmd_mapped_pages_smaps": self.pmd_mapped_pages_smaps,
         }
         out.update(range_stats(self.sizes, threshold))
+        if self.anon is not None:
+            # the same, counting only anonymous VMAs (heap, stack, mmap'd memory): files' page
+            # cache (shared libraries, mapped inputs) is what other processes share
+            a = range_stats(self.sizes[self.anon], threshold)
+            out["anonymous"] = {
+                k: a[k]
+                for k in (
+                    "present_pages",
+                    "ranges",
+                    "ranges_to_cover_99pct",
+                    "largest_range_pct",
+                    "threshold_covered_pct",
+                )
+            }
         return out
 
 
@@ -343,6 +363,7 @@ def sample(pid: int, proc: str | Path = "/proc", smaps: bool = True, t: float = 
         raise _denied(base / "pagemap") from None
     kf_fd = -1  # opened at the first frame number seen, so hidden frames are reported first
     sizes: list[np.ndarray] = []
+    anon: list[np.ndarray] = []
     huge = {s: 0 for s in HUGE_PAGES}
     zero = 0
     nvmas = 0
@@ -385,6 +406,7 @@ def sample(pid: int, proc: str | Path = "/proc", smaps: bool = True, t: float = 
                 runs = find_runs(vpn, pfn)
             per_vma[vma.start] = int(vpn.size)
             sizes.append(runs.pages)
+            anon.append(np.full(runs.pages.size, vma.anonymous))
             for size, n in huge_entries(vpn, pfn, flags).items():
                 huge[size] += n
     except ProcessLookupError:
@@ -408,7 +430,8 @@ def sample(pid: int, proc: str | Path = "/proc", smaps: bool = True, t: float = 
         )
         pmd = kb * 1024 // PAGE_SIZE
     all_sizes = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
-    return Sample(pid, t, all_sizes, zero, huge, nvmas, pmd, per_vma)
+    all_anon = np.concatenate(anon) if anon else np.zeros(0, dtype=bool)
+    return Sample(pid, t, all_sizes, zero, huge, nvmas, pmd, per_vma, all_anon)
 
 
 def _alive(pid: int) -> bool:
@@ -453,10 +476,12 @@ def monitor(
     interval: float = 1.0,
     samples: int | None = None,
     on_sample: Callable[[Sample], None] | None = None,
+    stdout: int | None = None,
 ) -> tuple[list[Sample], int]:
     """Run a program and scan it every ``interval`` seconds while it runs (at most ``samples``
     scans). Returns the scans and the program's exit status. Only the started process is scanned,
-    not its children."""
+    not its children. ``stdout`` is the program's standard output (a file descriptor; default
+    ours)."""
     if interval <= 0:
         raise ContiguityError(f"the interval must be a positive number of seconds, not {interval}")
     if samples is not None and samples < 1:
@@ -464,7 +489,7 @@ def monitor(
     if not argv:
         raise ContiguityError("no program to run after --")
     try:
-        proc = subprocess.Popen(list(argv))
+        proc = subprocess.Popen(list(argv), stdout=stdout)
     except OSError as e:
         raise ContiguityError(f"cannot start {argv[0]}: {e.strerror or e}") from None
     out: list[Sample] = []

@@ -36,10 +36,17 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _stderr_fd() -> int:
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by an object without a descriptor
+        return 2
+
+
 def _rows(st: dict[str, Any]) -> list[tuple[str, str]]:
     rp, tp = st["range_pages"], st["threshold_range_pages"]
     smaps = st["pmd_mapped_pages_smaps"]
-    return [
+    rows = [
         ("pid, time", f"{st['pid']}, {st['time_s']:.1f} s"),
         (
             "footprint (present pages)",
@@ -63,6 +70,16 @@ def _rows(st: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         ("  their median/avg/max (pages)", f"{tp['median']} / {tp['average']:.1f} / {tp['max']}"),
     ]
+    a = st.get("anonymous")
+    if a:
+        rows.append(
+            (
+                "anonymous memory only",
+                f"{a['present_pages']} pages in {a['ranges']} ranges, {a['ranges_to_cover_99pct']} map 99%, "
+                f"the largest {a['largest_range_pct']:.1f}%",
+            )
+        )
+    return rows
 
 
 def _report(samples: list[Sample], threshold: int, as_json: bool, extra: dict[str, Any]) -> None:
@@ -112,7 +129,9 @@ def cmd_contiguity(args: argparse.Namespace) -> int:
             extra: dict[str, Any] = {"pid": args.pid}
         else:
             assert program is not None
-            samples, rc = monitor(program, args.interval, args.samples, progress)
+            # with --json the program writes to our stderr, so stdout stays one JSON document
+            out_fd = _stderr_fd() if args.json else None
+            samples, rc = monitor(program, args.interval, args.samples, progress, stdout=out_fd)
             extra = {"program": program, "exit_status": rc}
             if not samples:
                 raise CliError(
@@ -145,7 +164,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser | None = None) -> 
         "  xlat contiguity --interval 0.5 --plot sort.png -- sort -o /dev/null big.txt\n\n"
         "With -- PROGRAM, the program runs and is scanned every --interval seconds while it runs (only\n"
         "the started process, not its children); the last sample and the one with the largest\n"
-        "footprint are printed (--json prints every sample), and the exit status is the program's.",
+        "footprint are printed (--json prints every sample, and sends the program's output to stderr),\n"
+        "and the exit status is the program's.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--pid", type=int, metavar="PID", help="a running process to scan")
