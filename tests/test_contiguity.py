@@ -182,6 +182,7 @@ def test_sample_of_a_fake_process_hand_computed(tmp_path):
     assert st["largest_range_pct"] == pytest.approx(100 * 1024 / 1034)
     assert st["range_pages"] == {"median": 2, "average": pytest.approx(206.8), "max": 1024}
     assert (st["threshold_ranges"], st["threshold_range_pages"]["median"]) == (1, 1024)
+    assert st["range_size_histogram"] == [[2, 3], [4, 1], [1024, 1]]
     # anonymous VMAs only: the 1024-page range
     assert st["anonymous"]["present_pages"] == 1024 and st["anonymous"]["ranges"] == 1
     assert range_stats(s.sizes, cover=0.995)["ranges_to_cover_99.5pct"] == 3  # 1029 pages: 1024+4+2
@@ -371,3 +372,15 @@ def test_cli_pid_text_report(capsys):
     finally:
         child.kill()
         child.wait()
+
+
+@needs_root
+def test_monitor_survives_a_program_exiting_during_a_scan():
+    # Scans every 10 ms of programs that end quickly: some scan meets the exit (maps read, pagemap
+    # gone: ESRCH); the scans that do complete are kept, and the exit status comes back.
+    from xlat.contiguity import monitor
+
+    for _ in range(5):
+        samples, rc = monitor([sys.executable, "-c", "b = bytearray(16 << 20); b = None"], interval=0.01)
+        assert rc == 0
+        assert all(s.present_pages > 0 for s in samples)

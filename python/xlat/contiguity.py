@@ -51,6 +51,7 @@ __all__ = [
     "COVER",
     "DEFAULT_THRESHOLD",
     "ContiguityError",
+    "ProcessGone",
     "Run",
     "Sample",
     "Vma",
@@ -273,6 +274,9 @@ class Sample:
             "pmd_mapped_pages_smaps": self.pmd_mapped_pages_smaps,
         }
         out.update(range_stats(self.sizes, threshold))
+        sizes, counts = np.unique(self.sizes, return_counts=True)
+        # every range, compactly: [[size in pages, how many ranges], ...] (plots, other statistics)
+        out["range_size_histogram"] = [[int(a), int(b)] for a, b in zip(sizes, counts, strict=True)]
         if self.anon is not None:
             # the same, counting only anonymous VMAs (heap, stack, mmap'd memory): files' page
             # cache (shared libraries, mapped inputs) is what other processes share
@@ -332,6 +336,10 @@ def read_smaps(pid: int, proc: str | Path = "/proc") -> dict[int, dict[str, int]
     return out
 
 
+class ProcessGone(ContiguityError):
+    """The process does not exist, or exited during the scan."""
+
+
 def _denied(path: Path) -> ContiguityError:
     why = (
         "reading another user's process needs root"
@@ -342,7 +350,7 @@ def _denied(path: Path) -> ContiguityError:
 
 
 def _gone(pid: int) -> ContiguityError:
-    return ContiguityError(f"no process with id {pid} (it does not exist or has exited)")
+    return ProcessGone(f"no process with id {pid} (it does not exist or has exited)")
 
 
 def sample(pid: int, proc: str | Path = "/proc", smaps: bool = True, t: float = 0.0) -> Sample:
@@ -351,13 +359,13 @@ def sample(pid: int, proc: str | Path = "/proc", smaps: bool = True, t: float = 
     base = proc / str(pid)
     try:
         maps = parse_maps((base / "maps").read_text())
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         raise _gone(pid) from None
     except PermissionError:
         raise _denied(base / "maps") from None
     try:
         pm_fd = os.open(base / "pagemap", os.O_RDONLY)
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # ESRCH: exiting, its memory already gone
         raise _gone(pid) from None
     except PermissionError:
         raise _denied(base / "pagemap") from None
@@ -423,7 +431,7 @@ def sample(pid: int, proc: str | Path = "/proc", smaps: bool = True, t: float = 
     if smaps:
         try:
             sm = read_smaps(pid, proc)
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):
             raise _gone(pid) from None
         kb = sum(
             v.get(k, 0) for v in sm.values() for k in ("AnonHugePages", "ShmemPmdMapped", "FilePmdMapped")
@@ -441,6 +449,16 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def _exits(pid: int, timeout: float) -> bool:
+    """Whether ``pid`` stops running within ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while _alive(pid):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def sample_pid(
@@ -461,10 +479,12 @@ def sample_pid(
             time.sleep(interval)
         try:
             s = sample(pid, t=time.monotonic() - t0)
-        except ContiguityError:
-            if out and not _alive(pid):
+        except (ProcessGone, ProcessLookupError, FileNotFoundError):
+            if out and _exits(pid, 2.0):
                 break
             raise
+        if out and not _alive(pid):
+            break  # exited during the scan: the scan may be partial, drop it
         out.append(s)
         if on_sample:
             on_sample(s)
@@ -503,10 +523,14 @@ def monitor(
                 pass
             try:
                 s = sample(proc.pid, t=time.monotonic() - t0)
-            except ContiguityError:
-                if proc.poll() is not None or not _alive(proc.pid):
-                    break  # exited while being scanned
-                raise
+            except (ProcessGone, ProcessLookupError, FileNotFoundError) as err:
+                try:  # an exiting process loses its memory before it is a zombie: give it a moment
+                    proc.wait(timeout=2.0)
+                except subprocess.TimeoutExpired:
+                    raise err from None  # the error was not the exit
+                break
+            if proc.poll() is not None:
+                break  # exited during the scan: the scan may be partial, drop it
             out.append(s)
             if on_sample:
                 on_sample(s)
