@@ -33,13 +33,14 @@ def main(out: Path, plot: str | None) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, n, s in rows:
-        a, t = s["anonymous"], s["threshold_range_pages"]
+        a, t, i = s["anonymous"], s["threshold_range_pages"], s.get("ideal")
         print(
             f"| {name} | {n} | {s['time_s']:.0f} | {s['footprint_bytes'] / 2**20:.0f} | "
             f"{s['entries_4k']} + {s['entries_2m']} = {s['entries_with_huge_pages']} | {s['ranges']} | "
             f"{s['ranges_to_cover_99pct']} | {s['largest_range_pct']:.1f}% | {s['threshold_ranges']} | "
             f"{s['threshold_covered_pct']:.1f}% | {t['median']} / {t['average']:.0f} / {t['max']} | "
-            f"{a['present_pages']}, {a['ranges']}, {a['ranges_to_cover_99pct']} |"
+            f"{a['present_pages']}, {a['ranges']}, {a['ranges_to_cover_99pct']} | "
+            + (f"{i['ranges']}, {i['ranges_to_cover_99pct']} |" if i else "- |")
         )
     if plot:
         plot_coverage(curves, plot, title="live processes (largest-footprint sample)")

@@ -183,6 +183,13 @@ def test_sample_of_a_fake_process_hand_computed(tmp_path):
     assert st["range_pages"] == {"median": 2, "average": pytest.approx(206.8), "max": 1024}
     assert (st["threshold_ranges"], st["threshold_range_pages"]["median"]) == (1, 1024)
     assert st["range_size_histogram"] == [[2, 3], [4, 1], [1024, 1]]
+    # ideal ranges, frames ignored: 1024-1027, 1029-1032 (1033 swapped), 1034-1035, 1536-2559
+    assert st["ideal"] == {
+        "ranges": 4,
+        "ranges_to_cover_99pct": 1,
+        "largest_range_pct": pytest.approx(100 * 1024 / 1034),
+    }
+    assert sorted(s.virtual_sizes.tolist()) == [2, 4, 4, 1024]
     # anonymous VMAs only: the 1024-page range
     assert st["anonymous"]["present_pages"] == 1024 and st["anonymous"]["ranges"] == 1
     assert range_stats(s.sizes, cover=0.995)["ranges_to_cover_99.5pct"] == 3  # 1029 pages: 1024+4+2

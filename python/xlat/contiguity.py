@@ -249,6 +249,7 @@ class Sample:
     pmd_mapped_pages_smaps: int | None = None  # AnonHugePages+ShmemPmdMapped+FilePmdMapped, pages
     per_vma_present: dict[int, int] = field(default_factory=dict)  # VMA start -> present pages
     anon: np.ndarray | None = None  # per range (as ``sizes``): whether its VMA is anonymous
+    virtual_sizes: np.ndarray | None = None  # runs of present pages per VMA, frames ignored
 
     @property
     def present_pages(self) -> int:
@@ -274,6 +275,11 @@ class Sample:
             "pmd_mapped_pages_smaps": self.pmd_mapped_pages_smaps,
         }
         out.update(range_stats(self.sizes, threshold))
+        if self.virtual_sizes is not None:
+            # Table 4.2's "ideal RMM ranges": runs of present pages of one VMA whatever their
+            # frames, what eager paging could map with one range each
+            v = range_stats(self.virtual_sizes, threshold)
+            out["ideal"] = {k: v[k] for k in ("ranges", "ranges_to_cover_99pct", "largest_range_pct")}
         sizes, counts = np.unique(self.sizes, return_counts=True)
         # every range, compactly: [[size in pages, how many ranges], ...] (plots, other statistics)
         out["range_size_histogram"] = [[int(a), int(b)] for a, b in zip(sizes, counts, strict=True)]
@@ -372,6 +378,7 @@ def sample(pid: int, proc: str | Path = "/proc", smaps: bool = True, t: float = 
     kf_fd = -1  # opened at the first frame number seen, so hidden frames are reported first
     sizes: list[np.ndarray] = []
     anon: list[np.ndarray] = []
+    vsizes: list[np.ndarray] = []
     huge = {s: 0 for s in HUGE_PAGES}
     zero = 0
     nvmas = 0
@@ -415,6 +422,7 @@ def sample(pid: int, proc: str | Path = "/proc", smaps: bool = True, t: float = 
             per_vma[vma.start] = int(vpn.size)
             sizes.append(runs.pages)
             anon.append(np.full(runs.pages.size, vma.anonymous))
+            vsizes.append(find_runs(vpn, vpn).pages)
             for size, n in huge_entries(vpn, pfn, flags).items():
                 huge[size] += n
     except ProcessLookupError:
@@ -439,7 +447,8 @@ def sample(pid: int, proc: str | Path = "/proc", smaps: bool = True, t: float = 
         pmd = kb * 1024 // PAGE_SIZE
     all_sizes = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
     all_anon = np.concatenate(anon) if anon else np.zeros(0, dtype=bool)
-    return Sample(pid, t, all_sizes, zero, huge, nvmas, pmd, per_vma, all_anon)
+    all_v = np.concatenate(vsizes) if vsizes else np.zeros(0, dtype=np.int64)
+    return Sample(pid, t, all_sizes, zero, huge, nvmas, pmd, per_vma, all_anon, all_v)
 
 
 def _alive(pid: int) -> bool:
@@ -564,7 +573,7 @@ def plot_coverage(curves: dict[str, Sequence[int] | np.ndarray], path: str | Pat
     if title:
         ax.set_title(title)
     ax.grid(True, which="both", lw=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

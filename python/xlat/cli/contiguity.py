@@ -70,6 +70,14 @@ def _rows(st: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         ("  their median/avg/max (pages)", f"{tp['median']} / {tp['average']:.1f} / {tp['max']}"),
     ]
+    i = st.get("ideal")
+    if i:
+        rows.append(
+            (
+                "ideal ranges (frames ignored)",
+                f"{i['ranges']}, {i['ranges_to_cover_99pct']} map 99%, the largest {i['largest_range_pct']:.1f}%",
+            )
+        )
     a = st.get("anonymous")
     if a:
         rows.append(
