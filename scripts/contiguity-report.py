@@ -29,9 +29,9 @@ def main(out: Path, plot: str | None) -> None:
         curves[f.stem] = np.repeat(h[:, 0], h[:, 1])
         rows.append((f.stem, len(d["samples"]), s))
     print(
-        "| program | samples | at (s) | footprint (MiB) | entries 4KB + 2MB | ranges | ranges for 99% | largest range | ranges >= 8 pages | % covered by them | median / avg / max (pages) | anonymous: pages, ranges, for 99% |"
+        "| program | samples | at (s) | footprint (MiB) | entries 4KB + 2MB | ranges | ranges for 99% | largest range | ranges >= 8 pages | % covered by them | median / avg / max (pages) | anonymous: pages, ranges, for 99% | ideal ranges, for 99% |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---" * 13 + "|")
     for name, n, s in rows:
         a, t, i = s["anonymous"], s["threshold_range_pages"], s.get("ideal")
         print(
