@@ -30,7 +30,8 @@ compound head flagged ``KPF_THP`` or ``KPF_HUGE`` and whose other frames are all
 of it counts one entry for the block. This is read from ``/proc/kpageflags``; ``smaps``'
 ``AnonHugePages + ShmemPmdMapped + FilePmdMapped`` (PMD-mapped memory) is reported alongside as a
 cross-check (:attr:`Sample.pmd_mapped_pages_smaps`): the two differ only when a huge page is
-mapped by 4KB entries (rare; the kpageflags count is then one 2MB entry too few entries).
+mapped by 4KB entries (rare; kpageflags then counts one entry where the page table has 512), or
+when the process changed its memory during the scan.
 """
 
 from __future__ import annotations
