@@ -308,25 +308,38 @@ def _one_sentence(r: subprocess.CompletedProcess[str], status: int, pattern: str
     assert re.search(pattern, lines[-1]), lines
 
 
-def test_cli_bad_input():
+def test_cli_bad_input(capsys):
+    # one run as a separate process: the message and status reach the shell, no traceback
     _one_sentence(_xlat("contiguity", "--pid", "999999999"), 1, r"^xlat: error: no process with id 999999999")
-    _one_sentence(
-        _xlat("contiguity", "--interval", "-1", "--pid", "1"), 2, r"--interval: must be a positive number"
-    )
-    _one_sentence(
-        _xlat("contiguity", "--", "/no/such/program"), 1, r"^xlat: error: cannot start /no/such/program"
-    )
-    _one_sentence(
-        _xlat("contiguity", "trace.xlat"),
+
+    def run(*args: str) -> tuple[int, str]:
+        try:
+            rc = main(["contiguity", *args])
+        except SystemExit as e:  # argparse's usage errors
+            rc = int(e.code or 0)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) >= 1 and "Traceback" not in err[-1]
+        return rc, err[-1]
+
+    rc, msg = run("--interval", "-1", "--pid", "1")
+    assert rc == 2 and msg.endswith("argument --interval: must be a positive number of seconds, not -1")
+    rc, msg = run("--samples", "0", "--pid", "1")
+    assert rc == 2 and msg.endswith("argument --samples: must be at least 1, not 0")
+    assert run("--", "/no/such/program") == (
         1,
-        r"^xlat: error: contiguity of a simulated trace is not available yet$",
+        "xlat: error: cannot start /no/such/program: No such file or directory",
     )
-    _one_sentence(_xlat("contiguity"), 1, r"^xlat: error: nothing to measure")
-    _one_sentence(_xlat("contiguity", "--pid", "1", "--", "true"), 1, r"either --pid PID or -- PROGRAM")
-    _one_sentence(
-        _xlat("contiguity", "--interval", "5", "--", "true"),
+    assert run("trace.xlat") == (1, "xlat: error: contiguity of a simulated trace is not available yet")
+    assert run() == (1, "xlat: error: nothing to measure: give --pid PID or -- PROGRAM ARGS")
+    assert run("--pid", "1", "--", "true") == (
         1,
-        r"exited \(status 0\) before the first sample",
+        "xlat: error: give either --pid PID or -- PROGRAM, not both",
+    )
+    assert run("--") == (1, "xlat: error: no program given after --")
+    rc, msg = run("--interval", "5", "--", "true")
+    assert (rc, msg) == (
+        1,
+        "xlat: error: true exited (status 0) before the first sample at 5.0 s; use a shorter --interval",
     )
 
 
