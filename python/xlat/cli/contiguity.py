@@ -166,7 +166,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser | None = None) -> 
         help="how few ranges of contiguous pages map a live process's memory (RMM, Table 4.2)",
         description="Scan a live process's page table (/proc/PID/pagemap and /proc/kpageflags, root "
         "needed) and measure ranges: runs of virtually contiguous pages, of one VMA, on physically "
-        "contiguous frames. Reports translation entries with huge pages, ranges, ranges mapping 99%% "
+        "contiguous frames. Reports translation entries with huge pages, ranges, ranges mapping 99% "
         "of memory, the largest range's share, and ranges over the threshold (docs/contiguity.md).",
         epilog="examples:\n  xlat contiguity --pid 1234\n  xlat contiguity --pid 1234 --interval 5 --samples 12 --json\n"
         "  xlat contiguity --interval 0.5 --plot sort.png -- sort -o /dev/null big.txt\n\n"
