@@ -1,7 +1,8 @@
 """The ``xlat`` command line: one entry point, one subcommand per job.
 
 Each command lives in its own module here (``workloads``, ``trace_info``, ``convert`` (and
-``import``), ``sim``, ``rmm``, ``demo``, ``run`` (and ``hugepages``), ``trace``, ``experiment``), and
+``import``), ``sim``, ``rmm``, ``demo``, ``run`` (and ``hugepages``), ``trace``, ``experiment``,
+``contiguity``), and
 registers its parser with a ``register`` function; :mod:`xlat.cli.common` holds what they share.
 
 Errors a user can cause print one sentence (``xlat: error: ...``) and exit with status 1;
@@ -28,13 +29,14 @@ examples:
   xlat trace-info bfs.xlat --json
   xlat sim bfs.xlat
   xlat sim --cpu skylake --policies 4k,thp bfs.xlat --json out.json
+  xlat contiguity --pid 1234              # ranges of contiguous pages in a live process (root)
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
     # Imported here, not at the top: `python -m xlat.mosaic` imports this package for xlat.cli.run,
     # and must work without the Rust extension, which the other commands import.
-    from xlat.cli import convert, demo, experiment, rmm, run, sim, trace, trace_info, workloads
+    from xlat.cli import contiguity, convert, demo, experiment, rmm, run, sim, trace, trace_info, workloads
 
     common = argparse.ArgumentParser(add_help=False)
     add_progress_flags(common)
@@ -58,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace.register(sub)  # trace (real programs under QEMU)
     convert.register_import(sub)  # import (lackey, ChampSim)
     experiment.register(sub)  # experiment mosmodel (real runs against simulated metrics)
+    contiguity.register(sub)  # contiguity (ranges in live processes' page tables)
     return p
 
 
