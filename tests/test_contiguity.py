@@ -329,7 +329,11 @@ def test_cli_bad_input(capsys):
         1,
         "xlat: error: cannot start /no/such/program: No such file or directory",
     )
-    assert run("trace.xlat") == (1, "xlat: error: contiguity of a simulated trace is not available yet")
+    assert run("no-such-trace.xlat") == (
+        1,
+        "xlat: error: no-such-trace.xlat: No such file or directory (os error 2)",
+    )
+    assert run("--pid", "1", "trace.xlat") == (1, "xlat: error: give either --pid or a TRACE, not both")
     assert run() == (1, "xlat: error: nothing to measure: give --pid PID or -- PROGRAM ARGS")
     assert run("--pid", "1", "--", "true") == (
         1,
@@ -404,3 +408,21 @@ def test_monitor_survives_a_program_exiting_during_a_scan():
         samples, rc = monitor([sys.executable, "-c", "b = bytearray(16 << 20); b = None"], interval=0.01)
         assert rc == 0
         assert all(s.present_pages > 0 for s in samples)
+
+
+def test_cli_simulated_trace_demand_thp_against_eager(capsys, tmp_path):
+    # A gups over 256 MiB simulated to the end: demand paging with THP forms about a range per
+    # 2MB page (128 of them; two neighbours join when the buddy hands out adjacent blocks),
+    # eager paging one for the table (and one for the small heap); both map the whole table.
+    trace = "workload:gups?size=256MiB&accesses=200000"
+    assert main(["contiguity", "--json", "--plot", str(tmp_path / "c.png"), trace]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {r["design"]: r for r in out["designs"]}
+    thp, eager = rows["demand+THP"], rows["eager"]
+    assert thp["contiguity.median_pages"] == 512 and 100 <= thp["contiguity.ranges"] <= 128
+    assert eager["contiguity.ranges_for_99"] <= 2 and eager["contiguity.coverage"] > 0.99
+    assert eager["contiguity.pages"] >= 65536 and thp["contiguity.pages"] >= 65536
+    assert (tmp_path / "c.png").stat().st_size > 0
+    assert main(["contiguity", trace]) == 0
+    text = capsys.readouterr().out
+    assert "demand+THP" in text and "runs for 99% of memory" in text

@@ -14,10 +14,10 @@ from xlat.models import rmm_performance_model
 GUPS = "workload:gups?size=512MiB&accesses=400000&seed=3"
 
 
-def test_range_stats_by_hand():
+def test_summarize_by_hand():
     # Runs of 64, 16, 16, 4, 4, 4 and ten of 1 page: 118 pages, 16 runs, 3 of at least 8 pages.
     runs = [(64, 1), (16, 2), (4, 3), (1, 10)]
-    s = rmm.range_stats(runs)
+    s = rmm.summarize(runs)
     assert (s["pages"], s["runs"], s["ranges"], s["max_pages"]) == (118, 16, 3, 64)
     assert s["coverage"] == pytest.approx(96 / 118)
     assert (s["median_pages"], s["average_pages"]) == (16.0, 32.0)
@@ -27,12 +27,12 @@ def test_range_stats_by_hand():
     assert s["largest_share"] == pytest.approx(64 / 118)
     # The same runs as an array of sizes, in any order, give the same figures.
     sizes = np.repeat([1, 4, 16, 64], [10, 3, 2, 1])
-    assert rmm.range_stats(sizes[::-1]) == s
+    assert rmm.summarize(sizes[::-1]) == s
     # A threshold of 1 keeps every run.
-    assert rmm.range_stats(runs, threshold=1)["ranges"] == 16
-    assert rmm.range_stats(runs, {"entries_4k": 100, "entries_2m": 2})["page_entries"] == 102
+    assert rmm.summarize(runs, threshold=1)["ranges"] == 16
+    assert rmm.summarize(runs, {"entries_4k": 100, "entries_2m": 2})["page_entries"] == 102
     with pytest.raises(ValueError, match="positive"):
-        rmm.range_stats([(0, 3)])
+        rmm.summarize([(0, 3)])
 
 
 def test_rmm_removes_the_walks_and_eager_paging_forms_few_ranges():

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from xlat.contiguity import range_stats
 from xlat.models import rmm_performance_model
 from xlat.sim import Run, SimResult, preset, simulate_many
 
@@ -27,7 +28,8 @@ __all__ = [
     "contiguity",
     "design_runs",
     "evaluate",
-    "range_stats",
+    "sizes_of",
+    "summarize",
 ]
 
 #: Section 4.7: a 32-entry fully associative range TLB, probed in parallel with the L2 TLB.
@@ -73,16 +75,18 @@ def design_runs(
     return {d: Run(cpu=cpu, set=(*sets[d], *extra)) for d in designs}
 
 
-def range_stats(
+def summarize(
     runs: Any, entries: dict[str, int] | None = None, threshold: int = RANGE_THRESHOLD_PAGES
 ) -> dict:
-    """Table 4.2 and 4.7 figures from maximal contiguous runs.
+    """Table 4.2 and 4.7 figures from maximal contiguous runs, flat (computed by
+    :func:`xlat.contiguity.range_stats`, the one implementation live and simulated analyses share).
 
     ``runs``: ``[(size_in_pages, count), ...]`` (the simulator's ``contiguity.runs``) or an
     array of run sizes. ``entries``: page-table entries by size (``entries_4k`` ...), for the
-    "translation entries with pages" column. Range sizes (median, average, maximum) are of the
-    ranges at least ``threshold`` pages long (the ranges the OS creates); "ranges for 99%" and
-    "largest share" count every run (ideal RMM, Table 4.2)."""
+    "translation entries with pages" column. ``ranges``, ``coverage`` and the median/average
+    size are of the runs at least ``threshold`` pages long (the ranges the OS creates, Table
+    4.7); ``runs``, ``max_pages``, ``ranges_for_99`` and ``largest_share`` count every run (ideal
+    RMM, Table 4.2)."""
     arr = np.asarray(runs, dtype=np.int64)
     if arr.ndim == 2:
         sizes = np.repeat(arr[:, 0], arr[:, 1]) if arr.size else np.zeros(0, np.int64)
@@ -90,34 +94,44 @@ def range_stats(
         sizes = arr
     if np.any(sizes <= 0):
         raise ValueError("run sizes must be positive page counts")
-    sizes = np.sort(sizes)[::-1]
-    pages = int(sizes.sum())
-    kept = sizes[sizes >= threshold]
+    st = range_stats(sizes, threshold)
+    kept = st["threshold_range_pages"]
     out: dict[str, Any] = {
-        "pages": pages,
-        "runs": int(sizes.size),
-        "ranges": int(kept.size),
+        "pages": st["present_pages"],
+        "runs": st["ranges"],
+        "ranges": st["threshold_ranges"],
         "threshold_pages": threshold,
-        "coverage": float(kept.sum() / pages) if pages else 0.0,
-        "median_pages": float(np.median(kept)) if kept.size else 0.0,
-        "average_pages": float(kept.mean()) if kept.size else 0.0,
-        "max_pages": int(sizes[0]) if sizes.size else 0,
-        "ranges_for_99": int(np.searchsorted(np.cumsum(sizes), 0.99 * pages) + 1) if pages else 0,
-        "largest_share": float(sizes[0] / pages) if pages else 0.0,
+        "coverage": st["threshold_covered_pct"] / 100.0,
+        "median_pages": float(kept["median"]),
+        "average_pages": float(kept["average"]),
+        "max_pages": st["range_pages"]["max"],
+        "ranges_for_99": st["ranges_to_cover_99pct"],
+        "largest_share": st["largest_range_pct"] / 100.0,
     }
     if entries is not None:
         out["page_entries"] = int(sum(entries.get(k, 0) for k in ("entries_4k", "entries_2m", "entries_1g")))
     return out
 
 
-def contiguity(result: SimResult, threshold: int = RANGE_THRESHOLD_PAGES) -> dict:
-    """:func:`range_stats` of a result simulated with ``sim.contiguity=true``."""
+def sizes_of(result: SimResult) -> np.ndarray:
+    """Every run size (pages) of a result simulated with ``sim.contiguity=true``."""
+    runs = np.asarray(_contiguity_of(result)["runs"], dtype=np.int64).reshape(-1, 2)
+    return np.repeat(runs[:, 0], runs[:, 1])
+
+
+def _contiguity_of(result: SimResult) -> dict:
     c = result.data.get("contiguity")
     if c is None:
         raise ValueError(
             f"{result.label}: simulated without sim.contiguity=true, so no contiguity was measured"
         )
-    return range_stats(c["runs"], c, threshold)
+    return c
+
+
+def contiguity(result: SimResult, threshold: int = RANGE_THRESHOLD_PAGES) -> dict:
+    """:func:`summarize` of a result simulated with ``sim.contiguity=true``."""
+    c = _contiguity_of(result)
+    return summarize(c["runs"], c, threshold)
 
 
 @dataclass

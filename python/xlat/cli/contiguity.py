@@ -3,7 +3,9 @@ process's memory, as seed 000 Section 4.2 measures it (:mod:`xlat.contiguity`).
 
     xlat contiguity --pid PID [--interval S --samples N] [--json] [--plot F.png]
     xlat contiguity [--interval S] [--samples N] [--json] [--plot F.png] -- PROGRAM ARGS...
-    xlat contiguity TRACE            (simulated contiguity of a trace: not available yet)
+    xlat contiguity [--cpu PRESET] [--json] [--plot F.png] TRACE
+                                     (the simulated memory of a trace under demand paging with
+                                     THP and under eager paging, seed 000 Table 4.7)
 """
 
 from __future__ import annotations
@@ -106,6 +108,32 @@ def _report(samples: list[Sample], threshold: int, as_json: bool, extra: dict[st
     print(table(_rows(largest.stats(threshold))))
 
 
+def _simulated(trace: str, args: argparse.Namespace) -> int:
+    """Table 4.7 for a trace: the runs the OS model could form at the end of the trace under
+    demand paging with THP and under eager paging (:func:`xlat.rmm.evaluate`)."""
+    from xlat.cli.rmm import ROWS, print_columns
+    from xlat.rmm import contiguity, evaluate, sizes_of
+
+    ev = evaluate(trace, cpu=args.cpu, designs=("demand+THP", "eager"), progress=False)
+    if args.threshold != DEFAULT_THRESHOLD:
+        for row in ev.rows:
+            row.update(
+                {
+                    f"contiguity.{k}": v
+                    for k, v in contiguity(ev.results[row["design"]], args.threshold).items()
+                }
+            )
+    if args.json:
+        print_json({"trace": trace, "cpu": args.cpu, "designs": ev.rows})
+    else:
+        print(f"{trace}: the memory at the end of the trace, simulated on {args.cpu}")
+        print_columns(ev.rows, [r for r in ROWS if r[1].startswith("contiguity.") or r[1] == "frames_in_use"])
+    if args.plot:
+        plot_coverage({d: sizes_of(r) for d, r in ev.results.items()}, args.plot, title=trace)
+        print(f"plot written to {args.plot}", file=sys.stderr)
+    return 0
+
+
 def cmd_contiguity(args: argparse.Namespace) -> int:
     rest = list(args.rest)
     program = rest[1:] if rest and rest[0] == "--" else None
@@ -113,7 +141,7 @@ def cmd_contiguity(args: argparse.Namespace) -> int:
     if trace is not None:
         if args.pid is not None:
             raise CliError("give either --pid or a TRACE, not both")
-        raise CliError("contiguity of a simulated trace is not available yet")
+        return _simulated(trace, args)
     if args.pid is not None and program is not None:
         raise CliError("give either --pid PID or -- PROGRAM, not both")
     if args.pid is None and program is None:
@@ -178,6 +206,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser | None = None) -> 
     )
     p.add_argument("--pid", type=int, metavar="PID", help="a running process to scan")
     p.add_argument(
+        "--cpu",
+        default="skylake",
+        metavar="PRESET",
+        help="CPU preset for a simulated TRACE (default skylake)",
+    )
+    p.add_argument(
         "--interval",
         type=_positive_float,
         default=1.0,
@@ -201,8 +235,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser | None = None) -> 
     p.add_argument("--json", action="store_true", help="print every sample as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="plot memory mapped against ranges, largest first")
     p.add_argument("-v", "--verbose", action="store_true", help="print a line per sample on stderr")
-    # One positional that swallows the rest: "-- PROGRAM ARGS..." or a TRACE path (a simulated
-    # trace's contiguity, to come). Options go before it.
+    # One positional that swallows the rest: "-- PROGRAM ARGS..." or a TRACE (a trace file or
+    # workload spec, simulated). Options go before it.
     p.add_argument(
         "rest", nargs=argparse.REMAINDER, metavar="TRACE | -- PROGRAM ARGS", help="what to measure"
     )

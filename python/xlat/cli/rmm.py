@@ -36,6 +36,18 @@ ROWS = [
 ]
 
 
+def print_columns(rows: list[dict[str, Any]], labels: list[tuple[str, str]]) -> None:
+    """One column per design (``rows``), one line per (label, key) some row has."""
+    lines = [("", [r["design"] for r in rows])]
+    for label, key in labels:
+        if any(key in r for r in rows):
+            lines.append((label, [_fmt(r.get(key, "-")) for r in rows]))
+    w0 = max(len(k) for k, _ in lines)
+    ws = [max(len(line[1][i]) for line in lines) for i in range(len(rows))]
+    for k, vals in lines:
+        print(f"{k:<{w0}}  " + "  ".join(f"{v:>{w}}" for v, w in zip(vals, ws, strict=True)))
+
+
 def cmd_rmm(args: argparse.Namespace) -> int:
     from xlat.rmm import DESIGNS, evaluate
 
@@ -55,20 +67,12 @@ def cmd_rmm(args: argparse.Namespace) -> int:
         json.dump(ev.rows, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
         return 0
-    names = [r["design"] for r in ev.rows]
-    lines = [("", names)]
     if "over_4k" in ev.rows[0]:
         print(
             f"Table 4.5 from the 4KB and THP runs: Over_4K = {ev.rows[0]['over_4k']:.4g}, "
             f"Over_2M = {ev.rows[0]['over_2m']:.4g} (walk cycles / ideal cycles)"
         )
-    for label, key in ROWS:
-        if any(key in r for r in ev.rows):
-            lines.append((label, [_fmt(r.get(key, "-")) for r in ev.rows]))
-    w0 = max(len(k) for k, _ in lines)
-    ws = [max(len(line[1][i]) for line in lines) for i in range(len(names))]
-    for k, vals in lines:
-        print(f"{k:<{w0}}  " + "  ".join(f"{v:>{w}}" for v, w in zip(vals, ws, strict=True)))
+    print_columns(ev.rows, ROWS)
     return 0
 
 
