@@ -306,6 +306,11 @@ fn a_range_tlb_in_the_miss_path_translates_in_parallel_or_in_sequence() {
         assert_eq!(c["range_tlb.r.fills"], 1);
         assert_eq!(c[&format!("tlb_level{level}.data.hits")], 2);
         assert_eq!(c["range_tlb.r.accesses"], c[&format!("tlb_level{level}.data.lookups")]);
+        // The walk's page lies in the range: one range-table walk of the one-node table (2
+        // cache-line loads, the first from memory, the second line too), on one page of its own.
+        assert_eq!((c["range_walk.walks"], c["range_walk.nodes"], c["range_walk.loads"]), (1, 1, 2));
+        assert_eq!(c["range_walk.loads_hit.DRAM"], 2);
+        assert_eq!(c["os.range_table_pages"], 1);
         if stage == 3 {
             // In sequence: probed only after the STLB missed.
             assert_eq!(c["tlb_level3.data.lookups"], c["tlb_level2.data.misses"]);
@@ -363,4 +368,136 @@ fn strip_memory(text: &str) -> String {
         }
     }
     out
+}
+
+/// The Skylake preset with eager paging, contiguous ranges and the range TLBs of `extra`.
+fn rmm(extra: &str) -> Config {
+    let text = format!("{}{extra}", presets::get("skylake").expect("preset"));
+    let sets = ["os.allocation=eager".to_string(), "os.ranges=contiguous".to_string()];
+    Config::from_toml("skylake", &text, &sets).expect("valid")
+}
+
+/// `n` mappings of 1 MiB, 16 MiB apart (one range each: eager paging backs each with one
+/// contiguous block, and ranges never leave their VMA).
+fn mappings(n: u64) -> (Batch, Vec<u64>) {
+    let base = 0x7000_0000_0000u64;
+    let mut b = Batch::default();
+    let starts: Vec<u64> = (0..n).map(|i| base + i * (16 << 20)).collect();
+    for &s in &starts {
+        mmap(&mut b, s, 1 << 20, ANON);
+    }
+    (b, starts)
+}
+
+fn load(va: u64, ic: u64) -> Batch {
+    let mut b = Batch::default();
+    b.push_access(Access { addr: va, icount: ic, tid: 1, size: 8, kind: AccessKind::Load });
+    b
+}
+
+#[test]
+fn a_range_table_walk_loads_the_nodes_down_to_its_range_and_adds_no_cycles() {
+    // 24 ranges: a two-level B-tree, the root holding the ranges of sorted index 4, 9, 14 and
+    // 19 and five leaves of 4 (os/rangetree.rs). The first page of each mapping walks the
+    // page table and then the range table: 1 node (2 loads) for a range in the root, 2 nodes
+    // (4 loads) for the others; 44 nodes, 88 loads in all.
+    let (b, starts) = mappings(24);
+    let cfg = rmm("[[range_tlb]]\nname = \"r\"\nentries = 32\nstage = 2\nlatency = 7\nmru = true\n");
+    let mut s = Simulator::new(&cfg).expect("simulator");
+    s.batch(&b).expect("mmap");
+    assert_eq!(s.os().ranges().len(), 24);
+    let mut ic = 0;
+    for (i, &va) in starts.iter().enumerate() {
+        let before = s.counters()["range_walk.nodes"];
+        ic += 1;
+        s.batch(&load(va, ic)).expect("load");
+        let c = s.counters();
+        assert_eq!(c["range_walk.nodes"] - before, if i % 5 == 4 { 1 } else { 2 }, "range {i}");
+    }
+    let c = s.counters();
+    assert_eq!((c["walker.walks"], c["range_walk.walks"]), (24, 24));
+    assert_eq!((c["range_walk.nodes"], c["range_walk.loads"]), (44, 88));
+    let by_level: u64 = ["L1D", "L2", "LLC", "DRAM"].iter().map(|l| c[&format!("range_walk.loads_hit.{l}")]).sum();
+    assert_eq!(by_level, 88);
+    // 6 nodes, 12 lines: every line's first load reaches memory, the rest (the root's, loaded
+    // by every walk) hit the L1D.
+    assert_eq!((c["range_walk.loads_hit.DRAM"], c["range_walk.loads_hit.L1D"]), (12, 76));
+    assert_eq!(c["os.range_table_pages"], 1);
+    assert!(c["range_walk.cycles"] > 0);
+    // No cycles in the time estimate: the run without range TLBs (the same walks, the range
+    // walks' 12 lines in no set a page walk needs) estimates the same time.
+    let plain = preset("skylake", &["os.allocation=eager", "os.ranges=contiguous"]);
+    let mut p = Simulator::new(&plain).expect("simulator");
+    p.batch(&b).expect("mmap");
+    for (i, &va) in starts.iter().enumerate() {
+        p.batch(&load(va, i as u64 + 1)).expect("load");
+    }
+    let pc = p.counters();
+    assert_eq!(pc["walker.cycles"], c["walker.cycles"]);
+    assert_eq!(p.derived(&pc)["time.total_cycles"], s.derived(&c)["time.total_cycles"]);
+    // Another page of each range: the range TLB translates (no walk); the least recently used
+    // range is never at the front, so the MRU pointer serves none of these. Two more pages of
+    // the last range: both at the front.
+    let again: Vec<u64> =
+        starts.iter().map(|&v| v + 0x5000).chain([starts[23] + 0x6000, starts[23] + 0x7000]).collect();
+    for va in again {
+        ic += 1;
+        s.batch(&load(va, ic)).expect("load");
+    }
+    s.check_invariants().expect("invariants");
+    let c = s.counters();
+    assert_eq!((c["walker.walks"], c["range_walk.walks"], c["range_tlb.r.hits"]), (24, 24, 26));
+    assert_eq!(c["range_tlb.r.mru_hits"], 2);
+    assert_eq!(c["tlb_level2.data.hits"], 26);
+}
+
+#[test]
+fn an_l1_range_tlb_translates_at_the_first_level_and_fills_the_l1_page_tlb() {
+    // 6 ranges; a 4-entry L1 range TLB (stage 1) and a 32-entry one beside the STLB.
+    let (b, starts) = mappings(6);
+    let r1 = "[[range_tlb]]\nname = \"r1\"\nentries = 4\nstage = 1\n";
+    let r2 = "[[range_tlb]]\nname = \"r2\"\nentries = 32\nstage = 2\nlatency = 7\n";
+    let cfg = rmm(&format!("{r1}{r2}"));
+    let seen = Frames::default();
+    let log = seen.0.clone();
+    let mut s = Simulator::with_observer(&cfg, seen).expect("simulator");
+    s.batch(&b).expect("mmap");
+    let mut ic = 0;
+    let mut go = |s: &mut Simulator, va: u64| {
+        ic += 1;
+        s.batch(&load(va, ic)).expect("load");
+    };
+    // The first page of each: 6 walks, 6 range walks, both range TLBs filled (r1 keeps the
+    // last 4: ranges 2..5).
+    for &va in &starts {
+        go(&mut s, va);
+    }
+    // Range 5, another page: an L1 range hit (a first-level hit, no STLB lookup), which fills
+    // the L1 page TLB: the same page again hits there.
+    go(&mut s, starts[5] + 0x3000);
+    go(&mut s, starts[5] + 0x3008);
+    // Range 0, another page: r1 misses, the STLB misses, r2 hits and fills r1; then a third
+    // page of range 0 hits r1.
+    go(&mut s, starts[0] + 0x7000);
+    go(&mut s, starts[0] + 0x9000);
+    s.check_invariants().expect("invariants");
+    let c = s.counters();
+    assert_eq!((c["walker.walks"], c["range_walk.walks"]), (6, 6));
+    assert_eq!((c["range_tlb.r1.hits"], c["range_tlb.r1.fills"], c["range_tlb.r1.evictions"]), (2, 7, 3));
+    assert_eq!((c["range_tlb.r2.hits"], c["range_tlb.r2.fills"]), (1, 6));
+    // Level 1: 10 lookups, 3 hits (1 in the L1 page TLB, 2 in r1); level 2: the 7 others,
+    // 1 hit (r2).
+    assert_eq!((c["tlb_level1.data.lookups"], c["tlb_level1.data.hits"]), (10, 3));
+    assert_eq!((c["tlb_level2.data.lookups"], c["tlb_level2.data.hits"]), (7, 1));
+    assert_eq!(c["tlb.l1d-4k.hits"], 1);
+    // r1 is probed with the first-level page TLBs: its lookups are theirs.
+    assert_eq!((c["range_tlb.r1.accesses"], c["range_tlb.r2.accesses"]), (10, 7));
+    // An L1 range hit costs no cycle: the level-2 hit cycles are the one r2 hit's.
+    assert_eq!(s.derived(&c)["time.stlb_hit_cycles"], 9.0);
+    let at: Vec<Translated> = log.lock().unwrap().iter().map(|&(_, _, at)| at).collect();
+    assert_eq!(&at[6..], &[Translated::Level(0), Translated::Level(0), Translated::Level(1), Translated::Level(0)]);
+    for &(va, pfn, _) in log.lock().unwrap().iter() {
+        let (page, size) = s.os().lookup(va).expect("mapped");
+        assert_eq!(pfn, page + ((va & (size.bytes() - 1)) >> 12), "{va:#x}");
+    }
 }

@@ -216,9 +216,9 @@ impl Config {
             if !(1..=1024).contains(&r.entries) {
                 return err(format!("{w}: entries = {} must be between 1 and 1024.", r.entries));
             }
-            if r.stage < 2 || r.stage > max_level + 1 {
+            if r.stage < 1 || r.stage > max_level + 1 {
                 return err(format!(
-                    "{w}: stage = {} must be between 2 and {} (a level of the miss path: 2 .. one past the last TLB level).",
+                    "{w}: stage = {} must be between 1 and {} (a TLB level, or one past the last TLB level).",
                     r.stage,
                     max_level + 1
                 ));

@@ -168,10 +168,15 @@ pub const DEFAULT_NESTED_TRAP_CYCLES: u64 = 555;
 pub struct RangeTlbConfig {
     pub name: String,
     pub entries: u64,
-    /// The miss-path level it is probed at: 2 probes it with the level-2 page TLBs (in
-    /// parallel); the level after the last page-TLB level probes it after them (in sequence).
+    /// The miss-path level it is probed at: 1 probes it with the first-level page TLBs (an L1
+    /// range TLB, in parallel, its hits counted as level-1 hits); 2 with the level-2 page TLBs
+    /// (in parallel); the level after the last page-TLB level after them (in sequence).
     pub stage: u32,
     /// Cycles of a hit (the time estimate, as a TLB level's `latency`).
     #[serde(default)]
     pub latency: u64,
+    /// An MRU pointer checked before the associative search (seed 000 section 4.4.1): counts
+    /// `mru_hits`, changes no hit or miss.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mru: bool,
 }

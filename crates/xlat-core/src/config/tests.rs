@@ -131,9 +131,15 @@ fn walker_kinds_and_range_tlbs_are_checked() {
     let r = "[[range_tlb]]\nname = \"r\"\nentries = 32\nstage = 2\n";
     let c = Config::from_toml("t.toml", &format!("{MIN}{r}"), &["range_tlb.r.entries=16".into()]).unwrap();
     assert_eq!(c.range_tlb[0].entries, 16);
+    // An L1 range TLB (stage 1) with an MRU pointer; without `mru` the JSON has no key for it.
+    let sets = ["range_tlb.r.stage=1".into(), "range_tlb.r.mru=true".into()];
+    let c = Config::from_toml("t.toml", &format!("{MIN}{r}"), &sets).unwrap();
+    assert_eq!((c.range_tlb[0].stage, c.range_tlb[0].mru), (1, true));
+    let c = Config::from_toml("t.toml", &format!("{MIN}{r}"), &[]).unwrap();
+    assert!(c.to_json()["range_tlb"][0].get("mru").is_none());
     for (set, want) in [
-        ("range_tlb.r.stage=1", "stage = 1 must be between 2 and 2"),
-        ("range_tlb.r.stage=3", "stage = 3 must be between 2 and 2"),
+        ("range_tlb.r.stage=0", "stage = 0 must be between 1 and 2"),
+        ("range_tlb.r.stage=3", "stage = 3 must be between 1 and 2"),
         ("range_tlb.r.entries=0", "entries = 0 must be between 1 and 1024"),
         ("range_tlb.r.name=\"l1\"", "the name is used twice"),
     ] {

@@ -15,6 +15,7 @@ pub mod keys;
 mod memo;
 pub mod psc;
 pub mod range;
+pub mod range_walk;
 mod route;
 pub mod tlb;
 pub mod walker;
@@ -242,12 +243,19 @@ impl Mmu {
         found
     }
 
-    /// [`Mmu::probe_deep`] with range TLBs: level by level, the page TLBs and then every range
-    /// TLB of the level (all probed, as in parallel); a page-TLB hit wins over a range hit of
-    /// the same level (both count their hit). A range hit translates the 4KB page of `va`.
+    /// [`Mmu::probe_deep`] with range TLBs: first the L1 range TLBs (stage 1: probed in
+    /// parallel with the first-level page TLBs, which missed; a hit is a first-level hit after
+    /// all, returned as level 0), then level by level, the page TLBs and then every range TLB of
+    /// the level (all probed, as in parallel); a page-TLB hit wins over a range hit of the same
+    /// level (both count their hit). A range hit translates the 4KB page of `va` and fills the
+    /// range TLBs of the stages above with its range.
     #[inline(never)]
     fn probe_staged(&mut self, l2: usize, r: usize, va: u64) -> Option<(usize, u64, PageSize)> {
         let tag = self.tag;
+        if let Some(e) = self.probe_ranges(r, 0, va) {
+            self.l1_misses[r] -= 1;
+            return Some((0, e.pfn + ((va - e.base) >> 12), PageSize::Size4K));
+        }
         let mut k = 0;
         for l in 1..self.routes.levels(r) {
             let mut found = None;
@@ -264,9 +272,11 @@ impl Mmu {
                     found = Some((l, pfn, PageSize::from_index(p.size as usize)));
                 }
             }
-            for &i in &self.routes.ranges[r][l] {
-                if let Some(pfn) = self.ranges[i].0.probe(va, tag) {
-                    found = found.or(Some((l, pfn, PageSize::Size4K)));
+            let range = self.probe_ranges(r, l, va);
+            if let Some(e) = range {
+                found = found.or(Some((l, e.pfn + ((va - e.base) >> 12), PageSize::Size4K)));
+                for above in 0..l {
+                    self.fill_ranges_at(r, above, e);
                 }
             }
             if found.is_some() {
@@ -275,6 +285,18 @@ impl Mmu {
             }
         }
         None
+    }
+
+    /// Probe every range TLB of role `r`'s route level `l` for `va` (all of them, as in
+    /// parallel): the entry of the first that hit.
+    fn probe_ranges(&mut self, r: usize, l: usize, va: u64) -> Option<RangeEntry> {
+        let mut found = None;
+        for &i in self.routes.ranges[r].get(l).map_or(&[][..], Vec::as_slice) {
+            if let Some(e) = self.ranges[i].0.probe_entry(va, self.tag) {
+                found = found.or(Some(e));
+            }
+        }
+        found
     }
 
     /// Translate `va` for a miss handler's own load (role `r`) through the TLBs: counted as a
@@ -289,7 +311,8 @@ impl Mmu {
         }
         self.l1_misses[r] += 1;
         let (l, pfn, s) = self.probe_deep::<S>(r, va, true)?;
-        self.fill_above::<S>(r, l, va, s, pfn);
+        // (An L1 range TLB's hit is level 0 and fills the first level.)
+        self.fill_above::<S>(r, l.max(1), va, s, pfn);
         Some(pfn + ((va & (s.bytes() - 1)) >> 12))
     }
 
@@ -345,9 +368,14 @@ impl Mmu {
     /// Fill every range TLB of role `r` with `e` (after a walk found its range).
     pub fn fill_ranges(&mut self, r: usize, e: RangeEntry) {
         for l in 0..self.routes.ranges[r].len() {
-            for &i in &self.routes.ranges[r][l] {
-                self.ranges[i].0.fill(RangeEntry { tag: self.tag, ..e });
-            }
+            self.fill_ranges_at(r, l, e);
+        }
+    }
+
+    /// Fill the range TLBs of role `r`'s route level `l` with `e`.
+    fn fill_ranges_at(&mut self, r: usize, l: usize, e: RangeEntry) {
+        for &i in &self.routes.ranges[r][l] {
+            self.ranges[i].0.fill(RangeEntry { tag: self.tag, ..e });
         }
     }
 
@@ -567,6 +595,9 @@ impl Counters for Mmu {
         }
         for (i, (t, _)) in self.ranges.iter().enumerate() {
             self.range_stats(i).report("range_tlb", &t.name, out);
+            if t.mru {
+                out.put(format_args!("range_tlb.{}.mru_hits", t.name), t.mru_hits);
+            }
         }
         for (r, role) in ["data", "instruction"].iter().enumerate() {
             for (l, &n) in self.lookups[r].iter().enumerate() {

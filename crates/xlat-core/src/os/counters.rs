@@ -41,7 +41,8 @@ pub struct OsStats {
     pub eager_1g: u64,
     // ---- reported only with a range-creation policy: `os.ranges` and `os.range_frames`, the
     // range translations of every address space and the frames they cover, at the time of the
-    // report (computed from the range tables, not kept here).
+    // report, and `os.range_table_pages`, the pages their B-trees occupy (as of each table's
+    // last range-table walk; computed from the range tables, not kept here).
     // ---- reported only with several memory kinds
     /// 4KB pages moved to a frame of another zone.
     pub migrations: u64,
@@ -69,7 +70,7 @@ impl OsStats {
     /// Report every counter as `os.NAME`: the always-present ones in their historical order,
     /// then the optional groups of `g` (`ranges`: the live range translations and the frames
     /// they cover).
-    pub fn report(&self, g: Groups, ranges: (u64, u64), out: &mut dyn Sink) {
+    pub fn report(&self, g: Groups, ranges: (u64, u64, u64), out: &mut dyn Sink) {
         crate::report_fields!(
             out,
             "os",
@@ -100,6 +101,7 @@ impl OsStats {
         if g.ranges {
             out.put(format_args!("os.ranges"), ranges.0);
             out.put(format_args!("os.range_frames"), ranges.1);
+            out.put(format_args!("os.range_table_pages"), ranges.2);
         }
         if g.zones {
             crate::report_fields!(out, "os", self, migrations);

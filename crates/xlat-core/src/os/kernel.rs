@@ -262,8 +262,34 @@ impl Kernel {
         }
     }
 
-    /// Range translations of every address space, and the frames they cover.
-    pub fn range_totals(&self) -> (u64, u64) {
-        self.spaces.iter().fold((0, 0), |(n, f), s| (n + s.ranges.len() as u64, f + s.ranges.frames()))
+    /// Range translations of every address space, the frames they cover, and the pages their
+    /// range tables' B-trees occupy (as of the last walk of each).
+    pub fn range_totals(&self) -> (u64, u64, u64) {
+        self.spaces.iter().fold((0, 0, 0), |(n, f, p), s| {
+            (n + s.ranges.len() as u64, f + s.ranges.frames(), p + s.ranges.tree.pages.len() as u64)
+        })
+    }
+
+    /// The nodes a range-table walk of `va` in the current space visits (physical addresses,
+    /// root first, into `out`); whether it found a range. The B-tree is rebuilt first if the
+    /// ranges changed since the last walk, its pages allocated from (or returned to) the buddy
+    /// allocator as page-table pages are (no reclaim: a walk carries no invalidations).
+    pub fn range_walk(&mut self, va: u64, out: &mut Vec<u64>) -> Result<bool, SimError> {
+        let sp = &mut self.spaces[self.cur];
+        if sp.ranges.tree.dirty() {
+            let need = sp.ranges.build_tree();
+            let pages = &mut sp.ranges.tree.pages;
+            while pages.len() > need {
+                self.phys.free(pages.pop().expect("a page"), 0);
+                self.stats.frames_in_use -= 1;
+            }
+            while pages.len() < need {
+                let pfn = place(&mut self.phys, &self.policies, 0, Purpose::Table)
+                    .ok_or(SimError::OutOfMemory(self.mem_mib, va))?;
+                pages.push(pfn);
+                self.stats.frames_in_use += 1;
+            }
+        }
+        Ok(sp.ranges.tree.lookup_path(va, out))
     }
 }

@@ -21,6 +21,7 @@ mod mosaic;
 pub mod pagetable;
 pub mod policy;
 mod ranges;
+pub mod rangetree;
 mod space;
 mod syscalls;
 mod types;
@@ -110,6 +111,12 @@ impl Os {
     /// The range translation of the current space containing `va` (`os.ranges`).
     pub fn range_of(&self, va: u64) -> Option<Range> {
         self.k.space().ranges.containing(va)
+    }
+
+    /// A range-table walk of `va` in the current space: the physical addresses of the B-tree
+    /// nodes it visits, root first, into `out`; whether it found a range (`os/rangetree.rs`).
+    pub fn range_walk(&mut self, va: u64, out: &mut Vec<u64>) -> Result<bool, SimError> {
+        self.k.range_walk(va, out)
     }
 
     // ------------------------------------------------------------------ events

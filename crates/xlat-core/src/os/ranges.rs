@@ -7,6 +7,7 @@
 //! an invalidated range).
 
 use super::pagetable::PageTables;
+use super::rangetree::RangeTree;
 use super::types::{Range, PAGE};
 use std::collections::BTreeMap;
 
@@ -14,6 +15,9 @@ use std::collections::BTreeMap;
 pub struct RangeTable {
     ranges: BTreeMap<u64, Range>,
     frames: u64,
+    /// The table's B-tree in simulated physical memory (rebuilt before a walk when the ranges
+    /// changed since the last).
+    pub(super) tree: RangeTree,
 }
 
 impl RangeTable {
@@ -38,12 +42,21 @@ impl RangeTable {
         debug_assert!(r.base < r.limit);
         self.frames += r.bytes() / PAGE;
         self.ranges.insert(r.base, r);
+        self.tree.touch();
     }
 
     fn remove(&mut self, base: u64) -> Range {
         let r = self.ranges.remove(&base).expect("a range of the table");
         self.frames -= r.bytes() / PAGE;
+        self.tree.touch();
         r
+    }
+
+    /// Rebuild the B-tree from the ranges if they changed since the last build; returns the
+    /// pages it needs.
+    pub(super) fn build_tree(&mut self) -> usize {
+        let keys: Vec<(u64, u64)> = self.ranges.values().map(|r| (r.base, r.limit)).collect();
+        self.tree.build(&keys)
     }
 
     /// Bases of the ranges overlapping [lo, hi).

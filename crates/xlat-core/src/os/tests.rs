@@ -538,3 +538,47 @@ fn policies_can_be_installed_from_rust() {
     assert_eq!(o.ranges(), vec![Range { base: 0x7000_0000_1000, limit: 0x7000_0000_3000, pfn: 6 }]);
     assert_eq!(o.stats().companion_pages, 1);
 }
+
+#[test]
+fn the_range_table_b_tree_takes_pages_from_the_buddy_and_gives_them_back() {
+    let mut o = os_with("[memory]\nsize = \"256MiB\"\n", &["os.allocation=eager", "os.ranges=contiguous"]);
+    let mut inv = Vec::new();
+    let a = 0x7000_0000_0000u64;
+    // 200 mappings of 64KiB, 1MiB apart: 200 ranges, a B-tree of height 4 (124 < 200 <= 624):
+    // the root (1 range) over subtrees of 100 and 99 ranges: 100 = 4 ranges over 5 subtrees of
+    // 20, 19, 19, 19, 19 (6, 5, 5, 5, 5 nodes), 99 = 3 over 4 of 24 (6 nodes each): 1 + 27 + 25
+    // = 53 nodes, two pages of 32. The first walk builds it.
+    for i in 0..200 {
+        mmap(&mut o, &mut inv, a + i * (1 << 20), 64 << 10);
+    }
+    assert_eq!(o.ranges().len(), 200);
+    let pages = |o: &Os| {
+        let mut n = crate::stats::Named::default();
+        crate::stats::Counters::counters(o, &mut n);
+        n.0["os.range_table_pages"]
+    };
+    assert_eq!(pages(&o), 0, "not built before a walk");
+    let before = o.stats().frames_in_use;
+    let mut path = Vec::new();
+    assert!(o.range_walk(a + 5, &mut path).unwrap());
+    assert_eq!((pages(&o), o.stats().frames_in_use), (2, before + 2));
+    // The first range is in the leftmost leaf: 4 nodes, the root in the first page.
+    assert_eq!(path.len(), 4);
+    let root = path[0];
+    // No change, no rebuild: the same nodes.
+    let mut again = Vec::new();
+    assert!(o.range_walk(a + 0x3000, &mut again).unwrap());
+    assert_eq!(again, path);
+    // munmap of 150 mappings: 50 ranges, height 3 (2 ranges over 3 subtrees of 16, each 3
+    // ranges over 4 leaves: 1 + 3 x 5 = 16 nodes): one page goes back.
+    for i in 50..200 {
+        o.syscall(&sys(SyscallKind::Munmap, &[a + i * (1 << 20), 64 << 10], 0), &mut inv).unwrap();
+    }
+    let before = o.stats().frames_in_use;
+    assert!(o.range_walk(a + 5, &mut path).unwrap());
+    assert_eq!((pages(&o), o.stats().frames_in_use), (1, before - 1));
+    assert_eq!((path.len(), path[0]), (3, root), "the first page is kept");
+    // An address in no range: down to a leaf, nothing found.
+    assert!(!o.range_walk(a + (64 << 10), &mut path).unwrap());
+    assert_eq!(path.len(), 3);
+}

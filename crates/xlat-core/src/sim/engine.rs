@@ -19,6 +19,7 @@ use super::shape::{AnyShape, SkylakeShape};
 use crate::config::Config;
 use crate::mem::backend::{AnyBackend, Backend, Dram};
 use crate::mem::Caches;
+use crate::mmu::range_walk::RangeWalker;
 use crate::mmu::walker::{AnyHandler, MissCx, MissHandler, RadixWalker};
 use crate::mmu::{Mmu, Shape};
 use crate::os::{Invalidation, Os, SimError};
@@ -87,6 +88,8 @@ pub(crate) struct Core<V: Variant> {
     prefetching: bool,
     /// Where the last miss was translated (kept for observers only).
     last_at: Translated,
+    /// The range-table walker (range TLBs only).
+    pub(crate) rwalk: RangeWalker,
     /// Whether the configuration has [`SkylakeShape`] (then accesses that do not go through
     /// the data caches run that shape's loop).
     pub(crate) skylake_shape: bool,
@@ -123,6 +126,7 @@ impl<V: Variant> Core<V> {
             sample_order: Vec::new(),
             prefetching: false,
             last_at: Translated::Walk,
+            rwalk: RangeWalker::new(cfg.cache.iter().map(|c| c.name.as_str())),
             skylake_shape: false,
             cfg: cfg.clone(),
         };
@@ -225,12 +229,14 @@ impl<V: Variant> Core<V> {
                 };
                 let (pfn, s) = self.handler.handle::<S, V::Backend>(&mut cx, r, va)?;
                 if V::RANGES && self.mmu.has_ranges() {
-                    self.fill_ranges(r, va);
+                    self.range_walk(r, va)?;
                 }
                 (levels, pfn, s)
             }
         };
-        self.mmu.fill_above::<S>(r, upto, va, s, pfn);
+        // (An L1 range TLB's hit is level 0: it fills the first level.)
+        let fill_to = if V::RANGES { upto.max(1) } else { upto };
+        self.mmu.fill_above::<S>(r, fill_to, va, s, pfn);
         if <V::Observer as AccessObserver>::ACTIVE {
             self.last_at = if upto == self.mmu.levels(r) { Translated::Walk } else { Translated::Level(upto as u8) };
         }
@@ -238,13 +244,19 @@ impl<V: Variant> Core<V> {
         Ok((pfn, s))
     }
 
-    /// After a walk: the range translation covering `va`, if the OS has one, fills the range
-    /// TLBs.
+    /// After a page walk: if the page lies in a range (the PTE's range bit: the OS has a range
+    /// containing `va`), the range-table walk in the background (its loads counted, no cycles
+    /// added), then the range fills the range TLBs.
     #[cold]
-    fn fill_ranges(&mut self, r: usize, va: u64) {
-        if let Some(e) = self.os.range_of(va) {
-            self.mmu.fill_ranges(r, crate::mmu::RangeEntry { base: e.base, limit: e.limit, pfn: e.pfn, tag: 0 });
-        }
+    fn range_walk(&mut self, r: usize, va: u64) -> Result<(), SimError> {
+        let Some(e) = self.os.range_of(va) else {
+            return Ok(());
+        };
+        let found = self.os.range_walk(va, &mut self.rwalk.path)?;
+        debug_assert!(found, "the range table holds the range");
+        self.rwalk.walk(&mut self.caches, &mut self.backend);
+        self.mmu.fill_ranges(r, crate::mmu::RangeEntry { base: e.base, limit: e.limit, pfn: e.pfn, tag: 0 });
+        Ok(())
     }
 
     /// Simulate the accesses `lo..hi` of `b` (no side event among them), at addresses `addr`

@@ -70,6 +70,9 @@ impl<V: Variant> Core<V> {
         out.put(format_args!("untranslated"), self.untranslated);
         out.put(format_args!("markers"), self.markers);
         self.mmu.counters(out);
+        if self.mmu.has_ranges() {
+            self.rwalk.counters(out);
+        }
         self.handler.counters(out);
         self.caches.counters(out);
         self.backend.counters(out);
@@ -146,6 +149,7 @@ impl<V: Variant> Core<V> {
             return Err(format!("walks {} != last-level misses {last_misses}", self.handler.misses()));
         }
         self.handler.check()?;
+        self.rwalk.check()?;
         if self.accesses != self.by_kind.iter().sum::<u64>() {
             return Err("accesses != loads + stores + ifetches".into());
         }
