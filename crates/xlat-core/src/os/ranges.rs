@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 pub struct RangeTable {
     ranges: BTreeMap<u64, Range>,
     frames: u64,
+    /// Moves on at every change (the direct segment reloads when it moved).
+    generation: u64,
 }
 
 impl RangeTable {
@@ -27,6 +29,17 @@ impl RangeTable {
     pub fn iter(&self) -> impl Iterator<Item = &Range> {
         self.ranges.values()
     }
+    /// Changes so far (any insertion or removal).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+    /// The largest range (the lowest of equal ones).
+    pub fn largest(&self) -> Option<Range> {
+        self.ranges.values().fold(None, |best: Option<Range>, r| match best {
+            Some(b) if b.bytes() >= r.bytes() => Some(b),
+            _ => Some(*r),
+        })
+    }
 
     /// The range containing `va`.
     #[inline]
@@ -37,12 +50,14 @@ impl RangeTable {
     fn insert(&mut self, r: Range) {
         debug_assert!(r.base < r.limit);
         self.frames += r.bytes() / PAGE;
+        self.generation += 1;
         self.ranges.insert(r.base, r);
     }
 
     fn remove(&mut self, base: u64) -> Range {
         let r = self.ranges.remove(&base).expect("a range of the table");
         self.frames -= r.bytes() / PAGE;
+        self.generation += 1;
         r
     }
 

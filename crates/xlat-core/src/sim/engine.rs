@@ -227,6 +227,9 @@ impl<V: Variant> Core<V> {
                 if V::RANGES && self.mmu.has_ranges() {
                     self.fill_ranges(r, va);
                 }
+                if V::RANGES && self.mmu.has_baselines() {
+                    self.after_walk_baselines(va, pfn, s);
+                }
                 (levels, pfn, s)
             }
         };
@@ -244,6 +247,35 @@ impl<V: Variant> Core<V> {
     fn fill_ranges(&mut self, r: usize, va: u64) {
         if let Some(e) = self.os.range_of(va) {
             self.mmu.fill_ranges(r, crate::mmu::RangeEntry { base: e.base, limit: e.limit, pfn: e.pfn, tag: 0 });
+        }
+    }
+
+    /// After a walk of `va` (page at frame `pfn`, of size `s`): a 4KB page fills the clustered
+    /// TLB from its cluster's PTEs; the direct segment follows the range table (the walk may
+    /// have faulted).
+    #[cold]
+    #[inline(never)]
+    fn after_walk_baselines(&mut self, va: u64, pfn: u64, s: PageSize) {
+        if let Some(c) = self.mmu.cluster_tlb() {
+            if s == PageSize::Size4K {
+                let frames = crate::mmu::cluster::cluster_frames(&self.os, va, c.cluster_pages());
+                self.mmu.fill_cluster(va, pfn, &frames);
+            }
+        }
+        self.sync_segment();
+    }
+
+    /// Load the direct segment with the current address space's largest range if its range
+    /// table changed since the last load (off the access path: after walks, side events and
+    /// epoch controllers, the only places the range table changes).
+    #[inline]
+    fn sync_segment(&mut self) {
+        let (asid, generation) = (self.os.asid(), self.os.range_generation());
+        if let Some(d) = self.mmu.direct_segment_mut() {
+            if !d.is_synced(asid, generation) {
+                let (largest, generation) = self.os.largest_range();
+                d.load(asid, generation, largest);
+            }
         }
     }
 
@@ -414,6 +446,9 @@ impl<V: Variant> Core<V> {
             }
             SideBody::Marker(_) => self.markers += 1,
         }
+        if V::RANGES {
+            self.sync_segment();
+        }
         // Every component that wants side events hears it.
         self.handler.side(body);
         self.backend.side(body);
@@ -512,6 +547,9 @@ impl<V: Variant> Core<V> {
                 };
                 slot.c.run(&mut cx)?;
                 self.apply_invalidations();
+                if V::RANGES {
+                    self.sync_segment();
+                }
                 self.epochs.record(i);
             }
         }

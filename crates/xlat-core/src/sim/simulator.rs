@@ -124,6 +124,8 @@ impl Simulator {
     fn is_plain(cfg: &Config) -> bool {
         cfg.walker.kind == WalkerKind::Radix
             && cfg.range_tlb.is_empty()
+            && cfg.cluster_tlb().is_none()
+            && cfg.direct_segment().is_none()
             && matches!(crate::mem::backend::from_config(cfg), AnyBackend::Dram(_))
     }
 
