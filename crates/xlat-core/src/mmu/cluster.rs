@@ -18,7 +18,7 @@
 
 use super::keys::VPN_MASK;
 use crate::config::ClusterTlbConfig;
-use crate::os::pagetable::Entry;
+use crate::os::pagetable::{index, Entry, PageTables};
 use crate::os::Os;
 use crate::stats::StructStats;
 
@@ -311,11 +311,16 @@ impl ClusterTlb {
 /// The frames of the 4KB pages of `va`'s cluster of `n` pages in the current address space of
 /// `os`, from its page table (one PT line; `None` for a page not mapped by a 4KB entry).
 pub fn cluster_frames(os: &Os, va: u64, n: u64) -> [Option<u64>; 8] {
+    cluster_frames_in(os.tables(), os.root(), os.levels(), va, n)
+}
+
+/// [`cluster_frames`] in the page tables `pt` of root `root` (`levels` levels).
+pub fn cluster_frames_in(pt: &PageTables, root: u32, levels: usize, va: u64, n: u64) -> [Option<u64>; 8] {
     let mut out = [None; 8];
-    if let Some(pt) = os.tables().pt_of(os.root(), os.levels(), va) {
-        let first = crate::os::pagetable::index(va, 1) & !(n as usize - 1);
+    if let Some(t) = pt.pt_of(root, levels, va) {
+        let first = index(va, 1) & !(n as usize - 1);
         for (p, f) in out.iter_mut().enumerate().take(n as usize) {
-            if let Entry::Leaf(pfn) = os.tables().entry(pt, first + p) {
+            if let Entry::Leaf(pfn) = pt.entry(t, first + p) {
                 *f = Some(pfn);
             }
         }
@@ -356,6 +361,42 @@ mod tests {
         assert_eq!((t.stats.fills, t.stats.evictions), (2, 0));
         assert_eq!(t.probe(0x10_7000, 0), Some(815));
         assert_eq!(t.probe(0x10_1000, 0), None);
+    }
+
+    #[test]
+    fn a_fill_from_a_page_table_takes_the_4kb_leaves_of_the_cluster() {
+        use crate::units::PageSize;
+        let mut pt = PageTables::default();
+        let root = pt.new_table(4, 1, None);
+        let mut next = 10_000;
+        let mut alloc = |_| {
+            next += 1;
+            Some((next, None))
+        };
+        // Cluster 0x40_0000..0x40_8000: pages 0, 1, 3, 6 at frames 1602, 1600, 1607, 1603
+        // (physical cluster 200) and page 5 at frame 1609 (cluster 201); pages 2, 4, 7 unmapped.
+        let base = 0x40_0000u64;
+        for (p, f) in [(0, 1602), (1, 1600), (3, 1607), (6, 1603), (5, 1609)] {
+            pt.map(root, 4, base + p * 0x1000, PageSize::Size4K, f, &mut alloc).unwrap();
+        }
+        // A 2MB page right after: no PT under it, so no frames.
+        pt.map(root, 4, 0x60_0000, PageSize::Size2M, 4096, &mut alloc).unwrap();
+        let frames = cluster_frames_in(&pt, root, 4, base + 0x3abc, 8);
+        let want = [Some(1602), Some(1600), None, Some(1607), None, Some(1609), Some(1603), None];
+        assert_eq!(frames, want);
+        assert_eq!(cluster_frames_in(&pt, root, 4, 0x60_1000, 8), [None; 8]);
+        // A walk of page 3 (frame 1607): pages 0, 1, 3, 6 are valid; 5 is in cluster 201.
+        let mut t = ctlb(512, 8);
+        t.fill(base + 0x3000, 0, 1607, &frames);
+        assert_eq!(t.entries(), vec![(base, 200, 0b0100_1011)]);
+        assert_eq!(t.probe(base + 0x6008, 0), Some(1603));
+        assert_eq!(t.probe(base + 0x5000, 0), None);
+        // A walk of page 5 instead: only page 5.
+        t.fill(base + 0x5000, 0, 1609, &frames);
+        assert_eq!(t.entries(), vec![(base, 201, 0b0010_0000)]);
+        // Clusters of 4 pages: the second half of the line is another cluster.
+        let frames4 = cluster_frames_in(&pt, root, 4, base + 0x6000, 4);
+        assert_eq!(frames4, [None, Some(1609), Some(1603), None, None, None, None, None]);
     }
 
     #[test]
