@@ -181,3 +181,39 @@ fn disabled_baselines_run_the_plain_loop_with_todays_counters() {
     assert_eq!(a, b);
     assert_eq!(s0.variant(), "plain");
 }
+
+#[test]
+fn the_baseline_configs_are_the_sandybridge_preset_with_their_keys() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/rmm");
+    let rtlb = "range_tlb=[{name = \"range\", entries = 32, stage = 2, latency = 7}]";
+    for (file, sets) in [
+        ("4k", &["os.policy=4k"][..]),
+        ("thp", &["os.policy=thp", "os.thp=always"][..]),
+        (
+            "ctlb",
+            &[
+                "os.allocation=eager",
+                "cluster_tlb.entries=512",
+                "cluster_tlb.cluster=8",
+                "cluster_tlb.stage=2",
+                "cluster_tlb.latency=7",
+            ][..],
+        ),
+        (
+            "ds",
+            &["os.allocation=eager", "os.ranges=contiguous", "direct_segment.stage=2", "direct_segment.latency=7"][..],
+        ),
+        ("rmm", &["os.allocation=eager", "os.ranges=contiguous", rtlb][..]),
+    ] {
+        let path = format!("{dir}/{file}.toml");
+        let text = std::fs::read_to_string(&path).expect("config file");
+        let cfg = xlat_core::config::Config::from_toml(&path, &text, &[]).expect("valid");
+        let mut got = cfg.to_json();
+        let mut want = preset("sandybridge", sets).to_json();
+        for k in ["name", "description", "source"] {
+            got.as_object_mut().unwrap().remove(k);
+            want.as_object_mut().unwrap().remove(k);
+        }
+        assert_eq!(got, want, "{file}");
+    }
+}
