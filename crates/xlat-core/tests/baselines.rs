@@ -66,6 +66,10 @@ fn a_clustered_tlb_hits_the_other_pages_of_a_walked_cluster() {
     }
     let cfg = preset("skylake", &["os.allocation=eager", "cluster_tlb.enabled=true"]);
     let c = run_checked(&cfg, std::slice::from_ref(&b));
+    // (The staged loop, compiled for the plain walker and memory with the staged probe in.)
+    let (s, staged) = run(Simulator::new(&cfg).expect("simulator"), std::slice::from_ref(&b));
+    assert_eq!((s.variant(), s.shape()), ("staged", "skylake"));
+    assert_eq!(staged, c);
     assert_eq!(c["walker.walks"], 2);
     assert_eq!(c["cluster_tlb.hits"], 4);
     assert_eq!(c["cluster_tlb.fills"], 2);
@@ -118,6 +122,8 @@ fn the_direct_segment_translates_exactly_the_largest_range() {
     let sets = ["os.allocation=eager", "os.ranges=contiguous", "direct_segment.enabled=true"];
     let cfg = preset("skylake", &sets);
     let c = run_checked(&cfg, std::slice::from_ref(&b));
+    let (s, staged) = run(Simulator::new(&cfg).expect("simulator"), std::slice::from_ref(&b));
+    assert_eq!((s.variant(), staged), ("staged", c.clone()));
     assert_eq!(c["os.ranges"], 2);
     assert_eq!(c["direct_segment.hits"], 3);
     assert_eq!(c["direct_segment.accesses"], 5);

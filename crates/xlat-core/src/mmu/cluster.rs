@@ -18,7 +18,7 @@
 
 use super::keys::VPN_MASK;
 use crate::config::ClusterTlbConfig;
-use crate::os::pagetable::{index, Entry, PageTables};
+use crate::os::pagetable::{index, PageTables};
 use crate::os::Os;
 use crate::stats::StructStats;
 
@@ -115,21 +115,25 @@ impl ClusterTlb {
     }
 
     /// After a walk of `va`'s 4KB page (at frame `pfn`): fill the entry of its cluster from
-    /// `frames`, the frames of the cluster's pages mapped as 4KB pages (`None`: not such a
-    /// page). The pages whose frame lies in `pfn`'s physical cluster are valid. An entry of
-    /// the cluster already present is replaced in place (it missed, or held another physical
-    /// cluster); else the least recently used entry goes if the TLB is full.
-    pub fn fill(&mut self, va: u64, tag: u64, pfn: u64, frames: &[Option<u64>]) {
+    /// `line`, the 64-byte line of the page table that holds the cluster's PTEs (see
+    /// [`cluster_line`]: a mask of the 4KB leaves among its 8 entries and their frames). The
+    /// pages whose frame lies in `pfn`'s physical cluster are valid. An entry of the cluster
+    /// already present is replaced in place (it missed, or held another physical cluster);
+    /// else the least recently used entry goes if the TLB is full.
+    pub fn fill(&mut self, va: u64, tag: u64, pfn: u64, line: (u8, [u64; 8])) {
+        let n = 1u64 << self.bits;
         let pcluster = pfn >> self.bits;
-        let (mut valid, mut offsets) = (0u8, 0u32);
-        for (p, f) in frames.iter().enumerate().take(1 << self.bits) {
-            if let Some(f) = *f {
-                if f >> self.bits == pcluster {
-                    valid |= 1 << p;
-                    offsets |= ((f & ((1 << self.bits) - 1)) as u32) << (3 * p);
-                }
-            }
+        // The cluster's pages inside the line.
+        let sub = ((va >> 12) & 7 & !(n - 1)) as usize;
+        let (mask, frames) = line;
+        // (Branch-free over the whole line; the offsets of pages not valid are never read.)
+        let (mut same, mut offsets) = (0u8, 0u32);
+        for (p, &f) in frames.iter().enumerate() {
+            same |= ((f >> self.bits == pcluster) as u8) << p;
+            offsets |= ((f & (n - 1)) as u32) << (3 * p);
         }
+        let valid = (same & mask) >> sub & ((1u16 << n) - 1) as u8;
+        let offsets = offsets >> (3 * sub);
         let key = self.key(va, tag);
         self.stats.fills += 1;
         let i = match self.find(key) {
@@ -308,24 +312,20 @@ impl ClusterTlb {
     }
 }
 
-/// The frames of the 4KB pages of `va`'s cluster of `n` pages in the current address space of
-/// `os`, from its page table (one PT line; `None` for a page not mapped by a 4KB entry).
-pub fn cluster_frames(os: &Os, va: u64, n: u64) -> [Option<u64>; 8] {
-    cluster_frames_in(os.tables(), os.root(), os.levels(), va, n)
+/// The line of the current page table of `os` that holds the PTEs of `va`'s cluster: a mask of
+/// its 4KB leaves and their frames (none: `va` is not under a PT).
+#[inline]
+pub fn cluster_line(os: &Os, va: u64) -> (u8, [u64; 8]) {
+    cluster_line_in(os.tables(), os.root(), os.levels(), va)
 }
 
-/// [`cluster_frames`] in the page tables `pt` of root `root` (`levels` levels).
-pub fn cluster_frames_in(pt: &PageTables, root: u32, levels: usize, va: u64, n: u64) -> [Option<u64>; 8] {
-    let mut out = [None; 8];
-    if let Some(t) = pt.pt_of(root, levels, va) {
-        let first = index(va, 1) & !(n as usize - 1);
-        for (p, f) in out.iter_mut().enumerate().take(n as usize) {
-            if let Entry::Leaf(pfn) = pt.entry(t, first + p) {
-                *f = Some(pfn);
-            }
-        }
+/// [`cluster_line`] in the page tables `pt` of root `root` (`levels` levels).
+#[inline]
+pub fn cluster_line_in(pt: &PageTables, root: u32, levels: usize, va: u64) -> (u8, [u64; 8]) {
+    match pt.pt_of(root, levels, va) {
+        Some(t) => pt.leaf_line(t, index(va, 1) & !7),
+        None => (0, [0; 8]),
     }
-    out
 }
 
 #[cfg(test)]
@@ -338,13 +338,25 @@ mod tests {
 
     const C: u64 = 0x8000; // one 8-page cluster of virtual addresses
 
+    /// A page-table line from the frames of its 8 entries (`None`: no leaf).
+    fn line(frames: &[Option<u64>]) -> (u8, [u64; 8]) {
+        let (mut mask, mut out) = (0u8, [0u64; 8]);
+        for (p, f) in frames.iter().enumerate() {
+            if let Some(f) = f {
+                mask |= 1 << p;
+                out[p] = *f;
+            }
+        }
+        (mask, out)
+    }
+
     #[test]
     fn a_fill_keeps_the_pages_whose_frames_share_the_missing_pages_physical_cluster() {
         let mut t = ctlb(4, 8);
         // The cluster at 0x10_0000 (pages 0..7): frames 803, 801, none, 2000, 806, 807, 800,
         // 815. The walk was for page 1 (frame 801: physical cluster 100 = frames 800..807).
         let frames = [Some(803), Some(801), None, Some(2000), Some(806), Some(807), Some(800), Some(815)];
-        t.fill(0x10_1000, 0, 801, &frames);
+        t.fill(0x10_1000, 0, 801, line(&frames));
         assert_eq!(t.entries(), vec![(0x10_0000, 100, 0b0111_0011)]);
         assert_eq!(t.probe(0x10_0abc, 0), Some(803));
         assert_eq!(t.probe(0x10_6fff, 0), Some(800));
@@ -356,7 +368,7 @@ mod tests {
         assert_eq!(t.probe(0x10_1000, 1 << 48), None, "another address space");
         assert_eq!(t.stats.hits, 3);
         // A walk of page 7 (frame 815) replaces the entry in place with cluster 101.
-        t.fill(0x10_7000, 0, 815, &frames);
+        t.fill(0x10_7000, 0, 815, line(&frames));
         assert_eq!(t.entries(), vec![(0x10_0000, 101, 0b1000_0000)]);
         assert_eq!((t.stats.fills, t.stats.evictions), (2, 0));
         assert_eq!(t.probe(0x10_7000, 0), Some(815));
@@ -381,28 +393,41 @@ mod tests {
         }
         // A 2MB page right after: no PT under it, so no frames.
         pt.map(root, 4, 0x60_0000, PageSize::Size2M, 4096, &mut alloc).unwrap();
-        let frames = cluster_frames_in(&pt, root, 4, base + 0x3abc, 8);
+        let frames = cluster_line_in(&pt, root, 4, base + 0x3abc);
         let want = [Some(1602), Some(1600), None, Some(1607), None, Some(1609), Some(1603), None];
-        assert_eq!(frames, want);
-        assert_eq!(cluster_frames_in(&pt, root, 4, 0x60_1000, 8), [None; 8]);
+        assert_eq!(frames, line(&want));
+        assert_eq!(cluster_line_in(&pt, root, 4, 0x60_1000), (0, [0; 8]));
         // A walk of page 3 (frame 1607): pages 0, 1, 3, 6 are valid; 5 is in cluster 201.
         let mut t = ctlb(512, 8);
-        t.fill(base + 0x3000, 0, 1607, &frames);
+        t.fill(base + 0x3000, 0, 1607, frames);
         assert_eq!(t.entries(), vec![(base, 200, 0b0100_1011)]);
         assert_eq!(t.probe(base + 0x6008, 0), Some(1603));
         assert_eq!(t.probe(base + 0x5000, 0), None);
         // A walk of page 5 instead: only page 5.
-        t.fill(base + 0x5000, 0, 1609, &frames);
+        t.fill(base + 0x5000, 0, 1609, frames);
         assert_eq!(t.entries(), vec![(base, 201, 0b0010_0000)]);
-        // Clusters of 4 pages: the second half of the line is another cluster.
-        let frames4 = cluster_frames_in(&pt, root, 4, base + 0x6000, 4);
-        assert_eq!(frames4, [None, Some(1609), Some(1603), None, None, None, None, None]);
+        // Clusters of 4 pages: the second half of the line is another cluster (pages 4..7:
+        // frames none, 1609, 1603, none). A walk of page 6 (1603, cluster 400 of 4 frames)
+        // keeps page 6 only; one of page 5 (1609: cluster 402) keeps page 5 only.
+        let mut t = ctlb(512, 4);
+        t.fill(base + 0x6000, 0, 1603, frames);
+        assert_eq!(t.entries(), vec![(base + 0x4000, 400, 0b0100)]);
+        assert_eq!(t.probe(base + 0x6000, 0), Some(1603));
+        t.fill(base + 0x5000, 0, 1609, frames);
+        assert_eq!(t.entries(), vec![(base + 0x4000, 402, 0b0010)]);
+        // The first half (pages 0..3: 1602, 1600, none, 1607) from a walk of page 0: 1607 is
+        // in cluster 401.
+        t.fill(base, 0, 1602, frames);
+        assert_eq!(t.entries()[0], (base, 400, 0b0011));
+        assert_eq!(t.probe(base + 0x1000, 0), Some(1600));
+        assert_eq!(t.probe(base + 0x3000, 0), None);
     }
 
     #[test]
     fn clusters_of_two_pages() {
         let mut t = ctlb(2, 2);
-        t.fill(0x10_3000, 0, 41, &[Some(40), Some(41)]);
+        // Pages 2 and 3 of the line (the cluster of 0x10_3000) at frames 40 and 41.
+        t.fill(0x10_3000, 0, 41, line(&[None, None, Some(40), Some(41)]));
         assert_eq!(t.entries(), vec![(0x10_2000, 20, 0b11)]);
         assert_eq!(t.probe(0x10_2000, 0), Some(40));
         assert_eq!(t.probe(0x10_4000, 0), None);
@@ -411,17 +436,13 @@ mod tests {
     #[test]
     fn lru_eviction_and_invalidation() {
         let mut t = ctlb(3, 8);
-        let one = |f: u64| {
-            let mut v = [None; 8];
-            v[0] = Some(f);
-            v
-        };
+        let one = |f: u64| line(&[Some(f)]);
         for k in 0..3 {
-            t.fill(k * C, 0, 8 * k, &one(8 * k));
+            t.fill(k * C, 0, 8 * k, one(8 * k));
         }
         // Recency: 2, 1, 0. Touch 0: 0, 2, 1; the next fill evicts 1.
         assert_eq!(t.probe(0, 0), Some(0));
-        t.fill(3 * C, 0, 24, &one(24));
+        t.fill(3 * C, 0, 24, one(24));
         assert_eq!(t.stats.evictions, 1);
         assert_eq!(t.probe(C, 0), None);
         let order: Vec<u64> = t.entries().iter().map(|e| e.0 / C).collect();
@@ -433,8 +454,8 @@ mod tests {
         assert_eq!(t.probe(3 * C, 0), Some(24));
         assert_eq!(t.probe(0, 0), Some(0));
         // Two more fills: one free slot, then an eviction of the least recent (3).
-        t.fill(5 * C, 0, 40, &one(40));
-        t.fill(6 * C, 0, 48, &one(48));
+        t.fill(5 * C, 0, 40, one(40));
+        t.fill(6 * C, 0, 48, one(48));
         let order: Vec<u64> = t.entries().iter().map(|e| e.0 / C).collect();
         assert_eq!(order, vec![6, 5, 0]);
         // A range over every address space (no tag) drops overlapping clusters 5 and 6.
@@ -448,13 +469,9 @@ mod tests {
     #[test]
     fn five_hundred_twelve_entries_evict_in_lru_order() {
         let mut t = ctlb(512, 8);
-        let one = |f: u64| {
-            let mut v = [None; 8];
-            v[0] = Some(f);
-            v
-        };
+        let one = |f: u64| line(&[Some(f)]);
         for k in 0..512 {
-            t.fill(k * C, 0, 8 * k, &one(8 * k));
+            t.fill(k * C, 0, 8 * k, one(8 * k));
         }
         // Touch the even clusters (oldest first): the odd ones are now the least recent, in
         // fill order. 256 new clusters evict exactly the odd ones, from 1 up.
@@ -462,7 +479,7 @@ mod tests {
             assert_eq!(t.probe(k * C, 0), Some(8 * k));
         }
         for j in 0..256 {
-            t.fill((1000 + j) * C, 0, 8 * (1000 + j), &one(8 * (1000 + j)));
+            t.fill((1000 + j) * C, 0, 8 * (1000 + j), one(8 * (1000 + j)));
             assert_eq!(t.probe((2 * j + 1) * C, 0), None, "odd cluster {} evicted", 2 * j + 1);
             if j < 255 {
                 assert!(t.find(t.key((2 * j + 3) * C, 0)).is_some(), "the next odd one stays");
@@ -473,7 +490,7 @@ mod tests {
             assert_eq!(t.probe(k * C, 0), Some(8 * k));
         }
         // The next eviction takes the least recent new cluster (1000).
-        t.fill(2000 * C, 0, 0, &one(0));
+        t.fill(2000 * C, 0, 0, one(0));
         assert_eq!(t.probe(1000 * C, 0), None);
         assert_eq!(t.probe(1001 * C, 0), Some(8 * 1001));
     }

@@ -159,20 +159,19 @@ impl Mmu {
     /// TLBs that hold 4KB pages are of class `lanes.l2` (they are checked per use anyway, so
     /// this only keeps configurations that would fall back on every walk in the general loop).
     pub fn has_lanes(&self, lanes: Lanes) -> bool {
-        !self.staged
-            && (0..2).all(|r| {
-                let first = if r == 0 { lanes.l1d } else { lanes.l1i };
-                self.routes.tlbs[r].iter().enumerate().all(|(l, ts)| {
-                    ts.iter().all(|&t| {
-                        let (tlb, c) = (&self.tlbs[t], self.tlbs[t].arr.class());
-                        if l == 0 {
-                            c == first
-                        } else {
-                            c == lanes.l2 || !tlb.sizes.contains(&PageSize::Size4K)
-                        }
-                    })
+        (0..2).all(|r| {
+            let first = if r == 0 { lanes.l1d } else { lanes.l1i };
+            self.routes.tlbs[r].iter().enumerate().all(|(l, ts)| {
+                ts.iter().all(|&t| {
+                    let (tlb, c) = (&self.tlbs[t], self.tlbs[t].arr.class());
+                    if l == 0 {
+                        c == first
+                    } else {
+                        c == lanes.l2 || !tlb.sizes.contains(&PageSize::Size4K)
+                    }
                 })
             })
+        })
     }
 
     /// Whether role `r` has first-level TLBs (else its accesses are untranslated).
@@ -388,10 +387,10 @@ impl Mmu {
     }
 
     /// Fill the clustered TLB after a walk of `va`'s 4KB page at frame `pfn`, from the frames
-    /// of its cluster's 4KB pages (see [`cluster::cluster_frames`]).
-    pub fn fill_cluster(&mut self, va: u64, pfn: u64, frames: &[Option<u64>]) {
+    /// of its cluster's 4KB pages (the page-table line [`cluster::cluster_line`] reads).
+    pub fn fill_cluster(&mut self, va: u64, pfn: u64, line: (u8, [u64; 8])) {
         if let Some((c, _)) = &mut self.cluster {
-            c.fill(va, self.tag, pfn, frames);
+            c.fill(va, self.tag, pfn, line);
         }
     }
 

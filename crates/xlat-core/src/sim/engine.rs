@@ -45,6 +45,18 @@ impl Variant for Plain {
     const RANGES: bool = false;
 }
 
+/// The plain configuration with structures in the miss path besides page TLBs (range TLBs, the
+/// clustered TLB, the direct segment): the radix walker, one DRAM, no observer, the staged
+/// probe compiled in.
+pub struct Staged;
+
+impl Variant for Staged {
+    type Handler = RadixWalker;
+    type Backend = Dram;
+    type Observer = super::observer::NoObserver;
+    const RANGES: bool = true;
+}
+
 /// Any configuration: the handler and the backend chosen at run time, range TLBs allowed, and
 /// observer `O`.
 pub struct General<O>(std::marker::PhantomData<O>);
@@ -256,11 +268,9 @@ impl<V: Variant> Core<V> {
     #[cold]
     #[inline(never)]
     fn after_walk_baselines(&mut self, va: u64, pfn: u64, s: PageSize) {
-        if let Some(c) = self.mmu.cluster_tlb() {
-            if s == PageSize::Size4K {
-                let frames = crate::mmu::cluster::cluster_frames(&self.os, va, c.cluster_pages());
-                self.mmu.fill_cluster(va, pfn, &frames);
-            }
+        if s == PageSize::Size4K && self.mmu.cluster_tlb().is_some() {
+            let line = crate::mmu::cluster::cluster_line(&self.os, va);
+            self.mmu.fill_cluster(va, pfn, line);
         }
         self.sync_segment();
     }
@@ -270,6 +280,9 @@ impl<V: Variant> Core<V> {
     /// epoch controllers, the only places the range table changes).
     #[inline]
     fn sync_segment(&mut self) {
+        if self.mmu.direct_segment().is_none() {
+            return;
+        }
         let (asid, generation) = (self.os.asid(), self.os.range_generation());
         if let Some(d) = self.mmu.direct_segment_mut() {
             if !d.is_synced(asid, generation) {
