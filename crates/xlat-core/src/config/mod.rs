@@ -104,6 +104,12 @@ pub struct Config {
     /// Range TLBs in the miss path (none by default).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub range_tlb: Vec<RangeTlbConfig>,
+    /// The Clustered TLB baseline (none by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_tlb: Option<ClusterTlbConfig>,
+    /// The direct-segment baseline (none by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_segment: Option<DirectSegmentConfig>,
     #[serde(default)]
     pub walker: WalkerConfig,
     #[serde(default)]
@@ -224,6 +230,7 @@ impl Config {
                 ));
             }
         }
+        self.validate_baselines(max_level)?;
         for (i, p) in self.psc.iter().enumerate() {
             let w = format!("config '{c}': psc '{}' (psc[{i}])", p.name);
             if !names.insert(format!("psc.{}", p.name)) {
@@ -311,6 +318,51 @@ impl Config {
                     ));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// The clustered TLB (in use if enabled).
+    pub fn cluster_tlb(&self) -> Option<&ClusterTlbConfig> {
+        self.cluster_tlb.as_ref().filter(|c| c.enabled)
+    }
+
+    /// The direct segment (in use if enabled).
+    pub fn direct_segment(&self) -> Option<&DirectSegmentConfig> {
+        self.direct_segment.as_ref().filter(|d| d.enabled)
+    }
+
+    /// `[cluster_tlb]` and `[direct_segment]` (section 4.8's baselines).
+    fn validate_baselines(&self, max_level: u32) -> Result<()> {
+        let c = &self.name;
+        let stage_ok = |w: &str, stage: u32| {
+            if stage < 2 || stage > max_level + 1 {
+                return err(format!(
+                    "config '{c}': {w}.stage = {stage} must be between 2 and {} (a level of the miss path: 2 .. one past the last TLB level).",
+                    max_level + 1
+                ));
+            }
+            Ok(())
+        };
+        if let Some(t) = self.cluster_tlb() {
+            if !(1..=1 << 16).contains(&t.entries) {
+                return err(format!("config '{c}': cluster_tlb.entries = {} must be between 1 and 65536.", t.entries));
+            }
+            if !t.cluster.is_power_of_two() || !(2..=8).contains(&t.cluster) {
+                return err(format!(
+                    "config '{c}': cluster_tlb.cluster = {} must be 2, 4 or 8 pages (a power of two whose PTEs fit in one 64-byte line).",
+                    t.cluster
+                ));
+            }
+            stage_ok("cluster_tlb", t.stage)?;
+        }
+        if let Some(d) = self.direct_segment() {
+            if self.os.ranges == RangePolicy::None {
+                return err(format!(
+                    "config '{c}': direct_segment holds the largest range translation, so it needs os.ranges = \"contiguous\"."
+                ));
+            }
+            stage_ok("direct_segment", d.stage)?;
         }
         Ok(())
     }

@@ -180,3 +180,58 @@ pub struct RangeTlbConfig {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mru: bool,
 }
+
+fn default_true() -> bool {
+    true
+}
+fn default_stage() -> u32 {
+    2
+}
+fn default_cluster_entries() -> u64 {
+    512 // seed 000 section 4.8: "configured with 512 fully-associative entries"
+}
+fn default_cluster_pages() -> u64 {
+    8 // seed 000 section 4.8: "each entry indexes up to an 8-page cluster"
+}
+
+/// The Clustered TLB of Pham et al. (HPCA 2014), a baseline of seed 000 section 4.8: fully
+/// associative, LRU; an entry maps an aligned cluster of `cluster` virtual pages whose frames
+/// lie in one aligned cluster of as many frames, with a valid bit per page. Filled on walks
+/// from the PTEs of the cluster (one 64-byte line of the page table).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Hash)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterTlbConfig {
+    /// `false`: as if the table were absent.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    #[serde(default = "default_cluster_entries")]
+    pub entries: u64,
+    /// Pages per cluster: a power of two from 2 to 8 (the PTEs of a cluster share one
+    /// 64-byte line, so a fill reads nothing more than the walk did).
+    #[serde(default = "default_cluster_pages")]
+    pub cluster: u64,
+    /// The miss-path level it is probed at (as a range TLB's `stage`; 2: with the L2 TLB).
+    #[serde(default = "default_stage")]
+    pub stage: u32,
+    /// Cycles of a hit (the time estimate, as a TLB level's `latency`).
+    #[serde(default)]
+    pub latency: u64,
+}
+
+/// A direct segment (Basu et al., ISCA 2013; seed 000 Table 4.1 and section 4.8): one BASE,
+/// LIMIT, OFFSET register set per address space. As the thesis emulates the ideal direct
+/// segment, it holds the largest range translation of the address space's range table
+/// (needs `os.ranges = "contiguous"`) and is reloaded whenever that changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Hash)]
+#[serde(deny_unknown_fields)]
+pub struct DirectSegmentConfig {
+    /// `false`: as if the table were absent.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// The miss-path level it is checked at (2: in parallel with the L2 TLB).
+    #[serde(default = "default_stage")]
+    pub stage: u32,
+    /// Cycles of a hit (the time estimate).
+    #[serde(default)]
+    pub latency: u64,
+}

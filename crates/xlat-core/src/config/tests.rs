@@ -150,3 +150,38 @@ fn walker_kinds_and_range_tlbs_are_checked() {
     let plain = Config::from_toml("t.toml", MIN, &[]).unwrap().to_json();
     assert!(plain.get("range_tlb").is_none() && plain["walker"].get("kind").is_none());
 }
+
+#[test]
+fn the_clustered_tlb_and_the_direct_segment_are_checked() {
+    // Defaults: section 4.8's 512 entries of 8-page clusters, with the L2 TLB (stage 2).
+    let c = Config::from_toml("t.toml", &format!("{MIN}[cluster_tlb]\n"), &["tlb.l1.level=2".into()]);
+    assert!(c.is_err(), "no level 1 left");
+    let two = "[[tlb]]\nname = \"l2\"\nlevel = 2\nrole = \"unified\"\nentries = 64\nways = 4\npage_sizes = [\"4KB\"]\n";
+    let c = Config::from_toml("t.toml", &format!("{MIN}{two}[cluster_tlb]\n"), &[]).unwrap();
+    let t = c.cluster_tlb().expect("enabled by default");
+    assert_eq!((t.entries, t.cluster, t.stage, t.latency), (512, 8, 2, 0));
+    // Enabled from an overlay alone.
+    let c = Config::from_toml("t.toml", MIN, &["direct_segment.enabled=true".into(), "os.ranges=contiguous".into()])
+        .unwrap();
+    assert_eq!(c.direct_segment().map(|d| d.stage), Some(2));
+    let c = Config::from_toml("t.toml", MIN, &["cluster_tlb.enabled=false".into()]).unwrap();
+    assert!(c.cluster_tlb().is_none());
+    for (set, want) in [
+        ("cluster_tlb.entries=0", "cluster_tlb.entries = 0 must be between 1 and 65536."),
+        ("cluster_tlb.cluster=6", "cluster_tlb.cluster = 6 must be 2, 4 or 8 pages"),
+        ("cluster_tlb.cluster=16", "cluster_tlb.cluster = 16 must be 2, 4 or 8 pages"),
+        ("cluster_tlb.stage=1", "cluster_tlb.stage = 1 must be between 2 and 2"),
+        (
+            "direct_segment.enabled=true",
+            "direct_segment holds the largest range translation, so it needs os.ranges = \"contiguous\".",
+        ),
+    ] {
+        let e = bad("", &[set]);
+        assert!(e.contains(want), "{set}: {e}");
+    }
+    let e = bad("", &["os.ranges=contiguous", "direct_segment.stage=4"]);
+    assert!(e.contains("direct_segment.stage = 4 must be between 2 and 2"), "{e}");
+    // Absent by default: the configuration's JSON (and its hash) are today's.
+    let plain = Config::from_toml("t.toml", MIN, &[]).unwrap().to_json();
+    assert!(plain.get("cluster_tlb").is_none() && plain.get("direct_segment").is_none());
+}

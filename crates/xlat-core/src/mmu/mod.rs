@@ -11,12 +11,14 @@
 //! The per-access path (`probe_first`, `probe_deep`, `fill_above`) is `#[inline(always)]`: the
 //! simulator's loop compiles it with the structures' geometry ([`Lanes`]) as constants.
 
+pub mod cluster;
 pub mod keys;
 mod memo;
 pub mod psc;
 pub mod range;
 pub mod range_walk;
 mod route;
+pub mod segment;
 pub mod tlb;
 pub mod walker;
 
@@ -24,11 +26,13 @@ use crate::config::Config;
 use crate::os::Invalidation;
 use crate::stats::{Counters, Sink, StructStats};
 use crate::units::PageSize;
+pub use cluster::ClusterTlb;
 pub use keys::{asid_tag, key_range, tlb_key, VPN_BITS, VPN_MASK};
 use memo::{Memo, MemoHit};
 pub use psc::Psc;
 pub use range::{RangeEntry, RangeTlb};
 use route::{Probe, Routes};
+pub use segment::DirectSegment;
 pub use tlb::Tlb;
 
 /// The geometry a copy of the simulator's loop is compiled for: the class
@@ -63,6 +67,12 @@ pub struct Mmu {
     tlbs: Vec<Tlb>,
     /// Range TLBs, each with its configured stage (1-based level).
     ranges: Vec<(RangeTlb, u32)>,
+    /// Section 4.8's baselines, each with its stage: the clustered TLB and the direct segment
+    /// (the `extra` stages of the routes, in that order).
+    cluster: Option<(ClusterTlb, u32)>,
+    segment: Option<(DirectSegment, u32)>,
+    /// Whether anything besides page TLBs sits in the miss path (the staged probe).
+    staged: bool,
     routes: Routes,
     /// `routes.fast` and `routes.deep` without the probes of page sizes their TLB holds no
     /// entry of (such a probe misses and changes nothing). Rebuilt when a size's count goes to
@@ -96,13 +106,19 @@ impl Mmu {
             .map(|(i, c)| Tlb::new(c, seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9)))
             .collect();
         let ranges: Vec<(RangeTlb, u32)> = cfg.range_tlb.iter().map(|c| (RangeTlb::new(c), c.stage)).collect();
-        let routes = Routes::new(&tlbs, &ranges);
+        let cluster = cfg.cluster_tlb().map(|c| (ClusterTlb::new(c), c.stage));
+        let segment = cfg.direct_segment().map(|d| (DirectSegment::new(d.latency), d.stage));
+        let extra = [cluster.as_ref().map_or(0, |c| c.1), segment.as_ref().map_or(0, |d| d.1)];
+        let extra_latency = [cluster.as_ref().map_or(0, |c| c.0.latency), segment.as_ref().map_or(0, |d| d.0.latency)];
+        let routes = Routes::new(&tlbs, &ranges, &extra);
         let nlev = tlbs.iter().map(|t| t.level + 1).chain(ranges.iter().map(|r| r.1 as usize)).max().unwrap_or(0);
+        let nlev = nlev.max(extra.iter().copied().max().unwrap_or(0) as usize);
         let level_latency: Vec<u64> = (0..nlev)
             .map(|l| {
                 let pages = tlbs.iter().filter(|t| t.level == l).map(|t| t.latency);
                 let rs = ranges.iter().filter(|r| r.1 as usize == l + 1).map(|r| r.0.latency);
-                pages.chain(rs).max().unwrap_or(0)
+                let xs = (0..2).filter(|&i| extra[i] as usize == l + 1).map(|i| extra_latency[i]);
+                pages.chain(rs).chain(xs).max().unwrap_or(0)
             })
             .collect();
         let mut m = Mmu {
@@ -115,7 +131,10 @@ impl Mmu {
             l1_misses: [0; 2],
             nested_lookups: [0; 2],
             tlbs,
+            staged: !ranges.is_empty() || cluster.is_some() || segment.is_some(),
             ranges,
+            cluster,
+            segment,
             routes,
             level_latency,
             shootdowns: 0,
@@ -141,20 +160,19 @@ impl Mmu {
     /// TLBs that hold 4KB pages are of class `lanes.l2` (they are checked per use anyway, so
     /// this only keeps configurations that would fall back on every walk in the general loop).
     pub fn has_lanes(&self, lanes: Lanes) -> bool {
-        self.ranges.is_empty()
-            && (0..2).all(|r| {
-                let first = if r == 0 { lanes.l1d } else { lanes.l1i };
-                self.routes.tlbs[r].iter().enumerate().all(|(l, ts)| {
-                    ts.iter().all(|&t| {
-                        let (tlb, c) = (&self.tlbs[t], self.tlbs[t].arr.class());
-                        if l == 0 {
-                            c == first
-                        } else {
-                            c == lanes.l2 || !tlb.sizes.contains(&PageSize::Size4K)
-                        }
-                    })
+        (0..2).all(|r| {
+            let first = if r == 0 { lanes.l1d } else { lanes.l1i };
+            self.routes.tlbs[r].iter().enumerate().all(|(l, ts)| {
+                ts.iter().all(|&t| {
+                    let (tlb, c) = (&self.tlbs[t], self.tlbs[t].arr.class());
+                    if l == 0 {
+                        c == first
+                    } else {
+                        c == lanes.l2 || !tlb.sizes.contains(&PageSize::Size4K)
+                    }
                 })
             })
+        })
     }
 
     /// Whether role `r` has first-level TLBs (else its accesses are untranslated).
@@ -223,7 +241,7 @@ impl Mmu {
     #[inline(always)]
     pub fn probe_deep<S: Shape>(&mut self, r: usize, va: u64, ranges: bool) -> Option<(usize, u64, PageSize)> {
         let l2 = S::LANES.l2;
-        if ranges && !self.ranges.is_empty() {
+        if ranges && self.staged {
             return self.probe_staged(l2, r, va);
         }
         let tag = self.tag;
@@ -279,6 +297,9 @@ impl Mmu {
                     self.fill_ranges_at(r, above, e);
                 }
             }
+            if !self.routes.extras[r][l].is_empty() {
+                found = found.or(self.probe_extras(r, l, va));
+            }
             if found.is_some() {
                 self.level_hits[r][l] += 1;
                 return found;
@@ -295,6 +316,20 @@ impl Mmu {
             if let Some(e) = self.ranges[i].0.probe_entry(va, self.tag) {
                 found = found.or(Some(e));
             }
+        }
+        found
+    }
+
+    /// The clustered TLB and the direct segment at route level `l` of role `r` (both probed,
+    /// as in parallel; each counts its hit): the 4KB translation of `va` if one hits.
+    fn probe_extras(&mut self, r: usize, l: usize, va: u64) -> Option<(usize, u64, PageSize)> {
+        let mut found = None;
+        for &i in &self.routes.extras[r][l] {
+            let pfn = match i {
+                0 => self.cluster.as_mut().and_then(|c| c.0.probe(va, self.tag)),
+                _ => self.segment.as_mut().and_then(|d| d.0.probe(va)),
+            };
+            found = found.or(pfn.map(|p| (l, p, PageSize::Size4K)));
         }
         found
     }
@@ -379,6 +414,36 @@ impl Mmu {
         }
     }
 
+    /// Fill the clustered TLB after a walk of `va`'s 4KB page at frame `pfn`, from the frames
+    /// of its cluster's 4KB pages (the page-table line [`cluster::cluster_line`] reads).
+    pub fn fill_cluster(&mut self, va: u64, pfn: u64, line: (u8, [u64; 8])) {
+        if let Some((c, _)) = &mut self.cluster {
+            c.fill(va, self.tag, pfn, line);
+        }
+    }
+
+    /// The clustered TLB, if configured.
+    pub fn cluster_tlb(&self) -> Option<&ClusterTlb> {
+        self.cluster.as_ref().map(|c| &c.0)
+    }
+
+    /// The direct segment, if configured.
+    pub fn direct_segment(&self) -> Option<&DirectSegment> {
+        self.segment.as_ref().map(|d| &d.0)
+    }
+
+    /// The direct segment's registers, to load them (the engine, off the access path).
+    pub fn direct_segment_mut(&mut self) -> Option<&mut DirectSegment> {
+        self.segment.as_mut().map(|d| &mut d.0)
+    }
+
+    /// Whether a walk fills or synchronises anything besides the page TLBs and range TLBs
+    /// (the clustered TLB, the direct segment).
+    #[inline(always)]
+    pub fn has_baselines(&self) -> bool {
+        self.cluster.is_some() || self.segment.is_some()
+    }
+
     /// Whether range TLBs sit in the miss path.
     pub fn has_ranges(&self) -> bool {
         !self.ranges.is_empty()
@@ -434,6 +499,14 @@ impl Mmu {
                     for (r, _) in &mut self.ranges {
                         r.invalidate(start, end, tag);
                     }
+                    if let Some((c, _)) = &mut self.cluster {
+                        c.invalidate(start, end, tag);
+                    }
+                    // (The segment holds the current space's range; a shootdown of any space
+                    // overlapping it drops it, and the next synchronisation reloads it.)
+                    if let Some((d, _)) = &mut self.segment {
+                        d.invalidate(start, end);
+                    }
                 }
                 Invalidation::All => self.flush_tlbs(),
             }
@@ -447,6 +520,9 @@ impl Mmu {
         }
         for (r, _) in &mut self.ranges {
             r.flush();
+        }
+        if let Some((c, _)) = &mut self.cluster {
+            c.flush();
         }
     }
 
@@ -530,6 +606,20 @@ impl Mmu {
         StructStats { accesses, misses: accesses - t.hits, ..t }
     }
 
+    /// The clustered TLB's counters (`i` = 0) or the direct segment's (hits; `i` = 1).
+    fn extra_stats(&self, i: usize) -> StructStats {
+        let accesses = self.accesses_of(|r, l| self.routes.extras[r][l].contains(&i));
+        let t = match i {
+            0 => self.cluster.as_ref().map_or(StructStats::default(), |c| c.0.stats),
+            _ => self.segment.as_ref().map_or(StructStats::default(), |d| StructStats {
+                hits: d.0.hits,
+                invalidations: d.0.invalidations,
+                ..StructStats::default()
+            }),
+        };
+        StructStats { accesses, misses: accesses - t.hits, ..t }
+    }
+
     fn range_stats(&self, i: usize) -> StructStats {
         let accesses = self.accesses_of(|r, l| self.routes.ranges[r][l].contains(&i));
         let t = self.ranges[i].0.stats;
@@ -584,6 +674,13 @@ impl Mmu {
                 return Err(format!("tlb {}: hits + misses != accesses", self.tlbs[i].name));
             }
         }
+        let extra_hits = [self.cluster.as_ref().map(|c| c.0.stats.hits), self.segment.as_ref().map(|d| d.0.hits)];
+        for (i, what) in ["cluster_tlb", "direct_segment"].into_iter().enumerate() {
+            let accesses = self.accesses_of(|r, l| self.routes.extras[r][l].contains(&i));
+            if extra_hits[i].is_some_and(|h| h > accesses) {
+                return Err(format!("{what}: hits exceed accesses"));
+            }
+        }
         Ok(())
     }
 }
@@ -597,6 +694,31 @@ impl Counters for Mmu {
             self.range_stats(i).report("range_tlb", &t.name, out);
             if t.mru {
                 out.put(format_args!("range_tlb.{}.mru_hits", t.name), t.mru_hits);
+            }
+        }
+        if self.cluster.is_some() {
+            let s = self.extra_stats(0);
+            for (k, v) in [
+                ("accesses", s.accesses),
+                ("hits", s.hits),
+                ("misses", s.misses),
+                ("fills", s.fills),
+                ("evictions", s.evictions),
+                ("invalidations", s.invalidations),
+            ] {
+                out.put(format_args!("cluster_tlb.{k}"), v);
+            }
+        }
+        if let Some((d, _)) = &self.segment {
+            let s = self.extra_stats(1);
+            for (k, v) in [
+                ("accesses", s.accesses),
+                ("hits", s.hits),
+                ("misses", s.misses),
+                ("loads", d.loads),
+                ("invalidations", d.invalidations),
+            ] {
+                out.put(format_args!("direct_segment.{k}"), v);
             }
         }
         for (r, role) in ["data", "instruction"].iter().enumerate() {

@@ -26,6 +26,9 @@ pub(crate) struct Routes {
     pub(crate) tlbs: [Vec<Vec<usize>>; 2],
     /// Per role: per level, the range TLBs probed (empty lists when there are none).
     pub(crate) ranges: [Vec<Vec<usize>>; 2],
+    /// Per role: per level, the other miss-path structures probed (indices of the `extra`
+    /// stages given to [`Routes::new`]: the clustered TLB, the direct segment).
+    pub(crate) extras: [Vec<Vec<usize>>; 2],
     /// Per role and page size of a translation: the TLBs it fills, as (level, TLB, size held
     /// as), in route order.
     pub(crate) fills: [[Vec<(usize, usize, PageSize)>; 3]; 2],
@@ -37,10 +40,12 @@ pub(crate) struct Routes {
 
 impl Routes {
     /// The routes over `tlbs` and `ranges` (a range TLB's `stage` is its 1-based configured
-    /// level; page TLBs have `level`, 0-based).
-    pub(crate) fn new(tlbs: &[Tlb], ranges: &[(RangeTlb, u32)]) -> Routes {
+    /// level; page TLBs have `level`, 0-based). `extra`: the stages of other structures of the
+    /// miss path (0: absent), probed after the range TLBs of their level.
+    pub(crate) fn new(tlbs: &[Tlb], ranges: &[(RangeTlb, u32)], extra: &[u32]) -> Routes {
         let page_levels = tlbs.iter().map(|t| t.level + 1).max().unwrap_or(0);
         let levels = ranges.iter().map(|r| r.1 as usize).max().unwrap_or(0).max(page_levels);
+        let levels = extra.iter().map(|&s| s as usize).max().unwrap_or(0).max(levels);
         let mut routes = Routes::default();
         for r in 0..2 {
             for l in 0..levels {
@@ -49,9 +54,11 @@ impl Routes {
                 let w: Vec<usize> = (0..ranges.len()).filter(|&i| ranges[i].1 as usize == l + 1).collect();
                 // A level no structure of the role sits at is skipped (the role's levels are
                 // numbered in order of what it probes).
-                if !v.is_empty() || !w.is_empty() {
+                let x: Vec<usize> = (0..extra.len()).filter(|&i| extra[i] as usize == l + 1).collect();
+                if !v.is_empty() || !w.is_empty() || !x.is_empty() {
                     routes.tlbs[r].push(v);
                     routes.ranges[r].push(w);
+                    routes.extras[r].push(x);
                 }
             }
             routes.fast[r] = probes(tlbs, &routes.tlbs[r], 0..1);

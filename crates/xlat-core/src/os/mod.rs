@@ -112,6 +112,17 @@ impl Os {
     pub fn range_of(&self, va: u64) -> Option<Range> {
         self.k.space().ranges.containing(va)
     }
+    /// The largest range translation of the current space, and the generation of its range
+    /// table (it moves on at every change of the table): what an ideal direct segment holds.
+    pub fn largest_range(&self) -> (Option<Range>, u64) {
+        let t = &self.k.space().ranges;
+        (t.largest(), t.generation())
+    }
+    /// The generation of the current space's range table (see [`Os::largest_range`]).
+    #[inline]
+    pub fn range_generation(&self) -> u64 {
+        self.k.space().ranges.generation()
+    }
 
     /// A range-table walk of `va` in the current space: the physical addresses of the B-tree
     /// nodes it visits, root first, into `out`; whether it found a range (`os/rangetree.rs`).

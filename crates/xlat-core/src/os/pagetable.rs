@@ -172,6 +172,22 @@ impl PageTables {
         decode(self.entries[t as usize * 512 + i])
     }
 
+    /// The 8 entries of PT `t` from `first` (a multiple of 8: one 64-byte line of the table) as
+    /// a mask of the present ones (leaves: the table is a PT) and their frames (a clustered
+    /// TLB's fill reads the line).
+    #[inline]
+    pub fn leaf_line(&self, t: u32, first: usize) -> (u8, [u64; 8]) {
+        debug_assert!(first.is_multiple_of(8) && self.level_of(t) == 1);
+        let line = &self.entries[t as usize * 512 + first..][..8];
+        let (mut mask, mut frames) = (0u8, [0u64; 8]);
+        for p in 0..8 {
+            let e = line[p];
+            mask |= ((e & PRESENT) as u8) << p;
+            frames[p] = (e >> 2) as u64;
+        }
+        (mask, frames)
+    }
+
     /// Host prefetch of an entry (no effect on the simulation).
     #[inline(always)]
     pub fn prefetch(&self, t: u32, i: usize) {

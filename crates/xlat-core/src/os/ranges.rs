@@ -18,6 +18,8 @@ pub struct RangeTable {
     /// The table's B-tree in simulated physical memory (rebuilt before a walk when the ranges
     /// changed since the last).
     pub(super) tree: RangeTree,
+    /// Moves on at every change (the direct segment reloads when it moved).
+    generation: u64,
 }
 
 impl RangeTable {
@@ -31,6 +33,17 @@ impl RangeTable {
     pub fn iter(&self) -> impl Iterator<Item = &Range> {
         self.ranges.values()
     }
+    /// Changes so far (any insertion or removal).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+    /// The largest range (the lowest of equal ones).
+    pub fn largest(&self) -> Option<Range> {
+        self.ranges.values().fold(None, |best: Option<Range>, r| match best {
+            Some(b) if b.bytes() >= r.bytes() => Some(b),
+            _ => Some(*r),
+        })
+    }
 
     /// The range containing `va`.
     #[inline]
@@ -41,6 +54,7 @@ impl RangeTable {
     fn insert(&mut self, r: Range) {
         debug_assert!(r.base < r.limit);
         self.frames += r.bytes() / PAGE;
+        self.generation += 1;
         self.ranges.insert(r.base, r);
         self.tree.touch();
     }
@@ -49,6 +63,7 @@ impl RangeTable {
         let r = self.ranges.remove(&base).expect("a range of the table");
         self.frames -= r.bytes() / PAGE;
         self.tree.touch();
+        self.generation += 1;
         r
     }
 

@@ -46,6 +46,18 @@ impl Variant for Plain {
     const RANGES: bool = false;
 }
 
+/// The plain configuration with structures in the miss path besides page TLBs (range TLBs, the
+/// clustered TLB, the direct segment): the radix walker, one DRAM, no observer, the staged
+/// probe compiled in.
+pub struct Staged;
+
+impl Variant for Staged {
+    type Handler = RadixWalker;
+    type Backend = Dram;
+    type Observer = super::observer::NoObserver;
+    const RANGES: bool = true;
+}
+
 /// Any configuration: the handler and the backend chosen at run time, range TLBs allowed, and
 /// observer `O`.
 pub struct General<O>(std::marker::PhantomData<O>);
@@ -231,6 +243,9 @@ impl<V: Variant> Core<V> {
                 if V::RANGES && self.mmu.has_ranges() {
                     self.range_walk(r, va)?;
                 }
+                if V::RANGES && self.mmu.has_baselines() {
+                    self.after_walk_baselines(va, pfn, s);
+                }
                 (levels, pfn, s)
             }
         };
@@ -257,6 +272,36 @@ impl<V: Variant> Core<V> {
         self.rwalk.walk(&mut self.caches, &mut self.backend);
         self.mmu.fill_ranges(r, crate::mmu::RangeEntry { base: e.base, limit: e.limit, pfn: e.pfn, tag: 0 });
         Ok(())
+    }
+
+    /// After a walk of `va` (page at frame `pfn`, of size `s`): a 4KB page fills the clustered
+    /// TLB from its cluster's PTEs; the direct segment follows the range table (the walk may
+    /// have faulted).
+    #[cold]
+    #[inline(never)]
+    fn after_walk_baselines(&mut self, va: u64, pfn: u64, s: PageSize) {
+        if s == PageSize::Size4K && self.mmu.cluster_tlb().is_some() {
+            let line = crate::mmu::cluster::cluster_line(&self.os, va);
+            self.mmu.fill_cluster(va, pfn, line);
+        }
+        self.sync_segment();
+    }
+
+    /// Load the direct segment with the current address space's largest range if its range
+    /// table changed since the last load (off the access path: after walks, side events and
+    /// epoch controllers, the only places the range table changes).
+    #[inline]
+    fn sync_segment(&mut self) {
+        if self.mmu.direct_segment().is_none() {
+            return;
+        }
+        let (asid, generation) = (self.os.asid(), self.os.range_generation());
+        if let Some(d) = self.mmu.direct_segment_mut() {
+            if !d.is_synced(asid, generation) {
+                let (largest, generation) = self.os.largest_range();
+                d.load(asid, generation, largest);
+            }
+        }
     }
 
     /// Simulate the accesses `lo..hi` of `b` (no side event among them), at addresses `addr`
@@ -426,6 +471,9 @@ impl<V: Variant> Core<V> {
             }
             SideBody::Marker(_) => self.markers += 1,
         }
+        if V::RANGES {
+            self.sync_segment();
+        }
         // Every component that wants side events hears it.
         self.handler.side(body);
         self.backend.side(body);
@@ -524,6 +572,9 @@ impl<V: Variant> Core<V> {
                 };
                 slot.c.run(&mut cx)?;
                 self.apply_invalidations();
+                if V::RANGES {
+                    self.sync_segment();
+                }
                 self.epochs.record(i);
             }
         }

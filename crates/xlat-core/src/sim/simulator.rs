@@ -1,7 +1,7 @@
 //! The public face of the simulator: builds the compiled copy of the loop a configuration needs
 //! and dispatches to it once per batch; `simulate` runs a whole trace.
 
-use super::engine::{Core, General, Plain, Variant};
+use super::engine::{Core, General, Plain, Staged, Variant};
 use super::epoch::EpochController;
 use super::observer::{AccessObserver, NoObserver};
 use super::result::SimResult;
@@ -100,6 +100,10 @@ impl Simulator {
             let core = Core::<Plain>::new(cfg, RadixWalker::new(cfg), Dram, NoObserver)?;
             return Ok(Simulator { engine: Box::new(core), variant: "plain" });
         }
+        if Self::is_staged(cfg) {
+            let core = Core::<Staged>::new(cfg, RadixWalker::new(cfg), Dram, NoObserver)?;
+            return Ok(Simulator { engine: Box::new(core), variant: "staged" });
+        }
         Self::general(cfg, NoObserver)
     }
 
@@ -124,10 +128,18 @@ impl Simulator {
     fn is_plain(cfg: &Config) -> bool {
         cfg.walker.kind == WalkerKind::Radix
             && cfg.range_tlb.is_empty()
+            && cfg.cluster_tlb().is_none()
+            && cfg.direct_segment().is_none()
             && matches!(crate::mem::backend::from_config(cfg), AnyBackend::Dram(_))
     }
 
-    /// Which compiled copy runs: `plain` or `general`.
+    /// Whether `cfg` runs the staged loop: the plain one's walker and memory, with range TLBs or
+    /// section 4.8's baselines in the miss path.
+    fn is_staged(cfg: &Config) -> bool {
+        cfg.walker.kind == WalkerKind::Radix && matches!(crate::mem::backend::from_config(cfg), AnyBackend::Dram(_))
+    }
+
+    /// Which compiled copy runs: `plain`, `staged` or `general`.
     pub fn variant(&self) -> &'static str {
         self.variant
     }
