@@ -36,13 +36,23 @@ def test_summarize_by_hand():
 
 
 def test_rmm_removes_the_walks_and_eager_paging_forms_few_ranges():
-    ev = rmm.evaluate(GUPS, designs=("4KB", "THP", "RMM", "demand+THP", "eager"), threads=2)
+    ev = rmm.evaluate(GUPS, designs=("4KB", "THP", "RMM", "CTLB", "DS", "demand+THP", "eager"), threads=2)
     rows = {r["design"]: r for r in ev.rows}
     base, thp, r = rows["4KB"], rows["THP"], rows["RMM"]
     # Section 4.8: the 32-entry range TLB removes more than 99% of the L2 TLB misses.
     assert base["walks"] > 100_000
     assert r["walks_removed"] >= 0.99
     assert r["range_tlb_hits"] + r["walks"] >= base["walks"]
+    # Every page walk inside a range is followed by a range-table walk: 2 lines per node.
+    assert 1 <= r["range_walks"] <= r["walks"] and r["range_walk_loads"] >= 2 * r["range_walks"]
+    assert base["range_walks"] == 0
+    # Section 4.8's baselines: the direct segment maps the table (the largest range) and
+    # removes nearly every walk; the Clustered TLB's 512 entries reach 512 x 8 pages = 16 MiB of
+    # the 512 MiB table, so most random accesses still walk, but fewer than with 4KB pages.
+    ds, ctlb = rows["DS"], rows["CTLB"]
+    assert ds["walks_removed"] >= 0.99 and ds["direct_segment_hits"] > 0.99 * base["walks"]
+    assert ctlb["cluster_tlb_hits"] > 0 and ctlb["walks"] < base["walks"]
+    assert ctlb["walks"] + ctlb["cluster_tlb_hits"] >= base["walks"]
     # Table 4.7: eager paging maps the footprint with a handful of ranges, demand paging with
     # THP needs one per 2MB page at least (orders of magnitude more).
     assert rows["eager"]["contiguity.ranges_for_99"] <= 50

@@ -60,11 +60,27 @@ def design_runs(
     """Name -> :class:`Run` for each design on preset ``cpu`` (``extra``: more ``--set``s for
     all). 4KB: demand paging, 4KB pages; THP: demand paging with transparent huge pages; RMM:
     eager paging, range table, a 32-entry range TLB beside the L2 TLB, 4KB pages (section 4.7
-    evaluates RMM without huge pages)."""
+    evaluates RMM without huge pages); CTLB and DS: section 4.8's Clustered TLB and direct
+    segment (``configs/rmm/`` has the same on the Table 4.4 core)."""
     sets = {
         "4KB": ("os.policy=4k",),
         "THP": ("os.policy=thp",),
         "RMM": ("os.policy=4k", "os.allocation=eager", "os.ranges=contiguous", range_tlb_set(cpu)),
+        # Section 4.8's baselines: the Clustered TLB (512 entries of 8-page clusters, with eager
+        # paging as the section uses it) and the ideal direct segment (the largest range).
+        "CTLB": (
+            "os.policy=4k",
+            "os.allocation=eager",
+            "cluster_tlb.enabled=true",
+            f"cluster_tlb.latency={_l2_latency(cpu)}",
+        ),
+        "DS": (
+            "os.policy=4k",
+            "os.allocation=eager",
+            "os.ranges=contiguous",
+            "direct_segment.enabled=true",
+            f"direct_segment.latency={_l2_latency(cpu)}",
+        ),
         # Contiguity only (Table 4.7): the ranges demand paging with THP and eager paging form.
         "demand+THP": ("os.policy=thp", "os.ranges=contiguous"),
         "eager": ("os.policy=4k", "os.allocation=eager", "os.ranges=contiguous"),
@@ -189,6 +205,11 @@ def evaluate(
             + r.counters.get("tlb_level1.instruction.misses", 0),
             "walks": _walks(r),
             "range_tlb_hits": r.counters.get("range_tlb.range.hits", 0),
+            # Section 4.4.3: range-table walks run in the background (loads counted, no cycles).
+            "range_walks": r.counters.get("range_walk.walks", 0),
+            "range_walk_loads": r.counters.get("range_walk.loads", 0),
+            "cluster_tlb_hits": r.counters.get("cluster_tlb.hits", 0),
+            "direct_segment_hits": r.counters.get("direct_segment.hits", 0),
             "additive_overhead": r.derived["time.walk_cycles"] / r.derived["time.base_cycles"]
             if r.derived["time.base_cycles"]
             else 0.0,

@@ -22,6 +22,10 @@ ROWS = [
     ("page walks", "walks"),
     ("walks removed vs 4KB", "walks_removed"),
     ("range TLB hits", "range_tlb_hits"),
+    ("range-table walks (background)", "range_walks"),
+    ("  their loads (no cycles)", "range_walk_loads"),
+    ("clustered TLB hits", "cluster_tlb_hits"),
+    ("direct segment hits", "direct_segment_hits"),
     ("Table 4.5 Over_SIM", "over_sim"),
     ("additive estimate (walk/base cycles)", "additive_overhead"),
     ("ranges (>= threshold)", "contiguity.ranges"),
@@ -91,7 +95,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--designs",
         metavar="LIST",
-        help="comma-separated designs among 4KB, THP, RMM, demand+THP, eager (default 4KB,THP,RMM)",
+        help="comma-separated designs among 4KB, THP, RMM, CTLB, DS, demand+THP, eager (default 4KB,THP,RMM)",
     )
     s.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field for every design")
     s.add_argument(
