@@ -81,6 +81,11 @@ pub struct StructStats {
 impl StructStats {
     /// Report the six counters as `{prefix}.{name}.{counter}`.
     pub fn report(&self, prefix: &str, name: &str, out: &mut dyn Sink) {
+        self.report_as(&format!("{prefix}.{name}"), out);
+    }
+
+    /// Report the six counters as `{path}.{counter}` (a structure of which there is one).
+    pub fn report_as(&self, path: &str, out: &mut dyn Sink) {
         for (k, v) in [
             ("accesses", self.accesses),
             ("hits", self.hits),
@@ -89,7 +94,7 @@ impl StructStats {
             ("evictions", self.evictions),
             ("invalidations", self.invalidations),
         ] {
-            out.put(format_args!("{prefix}.{name}.{k}"), v);
+            out.put(format_args!("{path}.{k}"), v);
         }
     }
 }

@@ -697,17 +697,7 @@ impl Counters for Mmu {
             }
         }
         if self.cluster.is_some() {
-            let s = self.extra_stats(0);
-            for (k, v) in [
-                ("accesses", s.accesses),
-                ("hits", s.hits),
-                ("misses", s.misses),
-                ("fills", s.fills),
-                ("evictions", s.evictions),
-                ("invalidations", s.invalidations),
-            ] {
-                out.put(format_args!("cluster_tlb.{k}"), v);
-            }
+            self.extra_stats(0).report_as("cluster_tlb", out);
         }
         if let Some((d, _)) = &self.segment {
             let s = self.extra_stats(1);
