@@ -195,9 +195,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser | None = None) -> 
         description="Scan a live process's page table (/proc/PID/pagemap and /proc/kpageflags, root "
         "needed) and measure ranges: runs of virtually contiguous pages, of one VMA, on physically "
         "contiguous frames. Reports translation entries with huge pages, ranges, ranges mapping 99% "
-        "of memory, the largest range's share, and ranges over the threshold (docs/contiguity.md).",
+        "of memory, the largest range's share, and ranges over the threshold (docs/contiguity.md). "
+        "Given a TRACE (a trace file or workload spec) instead, simulate it under demand paging with "
+        "THP and under eager paging and report the same figures for the OS model's memory (docs/rmm.md).",
         epilog="examples:\n  xlat contiguity --pid 1234\n  xlat contiguity --pid 1234 --interval 5 --samples 12 --json\n"
-        "  xlat contiguity --interval 0.5 --plot sort.png -- sort -o /dev/null big.txt\n\n"
+        "  xlat contiguity --interval 0.5 --plot sort.png -- sort -o /dev/null big.txt\n"
+        "  xlat contiguity --cpu skylake --plot bfs.png bfs.xlat\n\n"
         "With -- PROGRAM, the program runs and is scanned every --interval seconds while it runs (only\n"
         "the started process, not its children); the last sample and the one with the largest\n"
         "footprint are printed (--json prints every sample, and sends the program's output to stderr),\n"
