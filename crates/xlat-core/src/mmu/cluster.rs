@@ -331,6 +331,7 @@ pub fn cluster_line_in(pt: &PageTables, root: u32, levels: usize, va: u64) -> (u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::os::pagetable::numbered_table_frames;
 
     fn ctlb(entries: u64, cluster: u64) -> ClusterTlb {
         ClusterTlb::new(&ClusterTlbConfig { enabled: true, entries, cluster, stage: 2, latency: 0 })
@@ -380,11 +381,7 @@ mod tests {
         use crate::units::PageSize;
         let mut pt = PageTables::default();
         let root = pt.new_table(4, 1, None);
-        let mut next = 10_000;
-        let mut alloc = |_| {
-            next += 1;
-            Some((next, None))
-        };
+        let mut alloc = numbered_table_frames(10_000);
         // Cluster 0x40_0000..0x40_8000: pages 0, 1, 3, 6 at frames 1602, 1600, 1607, 1603
         // (physical cluster 200) and page 5 at frame 1609 (cluster 201); pages 2, 4, 7 unmapped.
         let base = 0x40_0000u64;

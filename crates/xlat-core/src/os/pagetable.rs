@@ -434,6 +434,17 @@ impl PageTables {
     }
 }
 
+/// For tests: the frames a map call takes for new tables, numbered `after + 1`, `after + 2`, ...
+/// (no companions).
+#[cfg(test)]
+pub(crate) fn numbered_table_frames(after: u64) -> impl FnMut(bool) -> Option<(u64, Option<u64>)> {
+    let mut next = after;
+    move |_| {
+        next += 1;
+        Some((next, None))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,11 +453,7 @@ mod tests {
     fn maps_each_size_and_walks_back() {
         let mut pt = PageTables::default();
         let root = pt.new_table(4, 100, None);
-        let mut next = 200;
-        let mut alloc = |_| {
-            next += 1;
-            Some((next, None))
-        };
+        let mut alloc = numbered_table_frames(200);
         // 4KB: creates PDPT, PD, PT.
         assert_eq!(pt.map(root, 4, 0x7000_1234_5000, PageSize::Size4K, 7, &mut alloc), Ok(3));
         // 2MB in a new 1GB region of the same 512GB: PD only.

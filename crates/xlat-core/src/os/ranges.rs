@@ -200,17 +200,14 @@ impl Range {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::os::pagetable::numbered_table_frames;
     use crate::units::PageSize;
 
     #[test]
     fn runs_grow_join_and_trim() {
         let mut pt = PageTables::default();
         let root = pt.new_table(4, 1, None);
-        let mut next = 10_000;
-        let mut alloc = |_| {
-            next += 1;
-            Some((next, None))
-        };
+        let mut alloc = numbered_table_frames(10_000);
         let base = 0x7000_0000_0000u64;
         let vma = (base, base + (64 << 20));
         let mut t = RangeTable::default();
