@@ -51,7 +51,11 @@ def _l2_latency(cpu: str) -> int:
 
 def range_tlb_set(cpu: str, entries: int = RANGE_TLB_ENTRIES, stage: int = 2) -> str:
     """The ``--set`` that adds RMM's range TLB to preset ``cpu``."""
-    return f'range_tlb=[{{name="range", entries={entries}, stage={stage}, latency={_l2_latency(cpu)}}}]'
+    return _range_tlb(entries, stage, _l2_latency(cpu))
+
+
+def _range_tlb(entries: int, stage: int, latency: int) -> str:
+    return f'range_tlb=[{{name="range", entries={entries}, stage={stage}, latency={latency}}}]'
 
 
 def design_runs(
@@ -62,24 +66,30 @@ def design_runs(
     eager paging, range table, a 32-entry range TLB beside the L2 TLB, 4KB pages (section 4.7
     evaluates RMM without huge pages); CTLB and DS: section 4.8's Clustered TLB and direct
     segment (``configs/rmm/`` has the same on the Table 4.4 core)."""
+    lat = _l2_latency(cpu)
     sets = {
         "4KB": ("os.policy=4k",),
         "THP": ("os.policy=thp",),
-        "RMM": ("os.policy=4k", "os.allocation=eager", "os.ranges=contiguous", range_tlb_set(cpu)),
+        "RMM": (
+            "os.policy=4k",
+            "os.allocation=eager",
+            "os.ranges=contiguous",
+            _range_tlb(RANGE_TLB_ENTRIES, 2, lat),
+        ),
         # Section 4.8's baselines: the Clustered TLB (512 entries of 8-page clusters, with eager
         # paging as the section uses it) and the ideal direct segment (the largest range).
         "CTLB": (
             "os.policy=4k",
             "os.allocation=eager",
             "cluster_tlb.enabled=true",
-            f"cluster_tlb.latency={_l2_latency(cpu)}",
+            f"cluster_tlb.latency={lat}",
         ),
         "DS": (
             "os.policy=4k",
             "os.allocation=eager",
             "os.ranges=contiguous",
             "direct_segment.enabled=true",
-            f"direct_segment.latency={_l2_latency(cpu)}",
+            f"direct_segment.latency={lat}",
         ),
         # Contiguity only (Table 4.7): the ranges demand paging with THP and eager paging form.
         "demand+THP": ("os.policy=thp", "os.ranges=contiguous"),
@@ -175,13 +185,14 @@ def evaluate(
     extra: tuple[str, ...] = (),
     threads: int | None = None,
     progress: bool = False,
+    threshold: int = RANGE_THRESHOLD_PAGES,
 ) -> Evaluation:
     """Simulate ``trace`` under each design (and, for the contiguity columns, with
     ``sim.contiguity=true``) and compute, per design: page walks, the share of the 4KB design's
     walks removed, the Table 4.5 overheads (``Over_4K``, ``Over_2M``, ``Over_SIM`` with the
     4KB run's average walk cost; needs the 4KB and THP designs) beside xlat's additive
     estimate (walk cycles over base cycles of the design's own run), and the contiguity of the
-    memory at the end (ranges, coverage, ranges for 99%...)."""
+    memory at the end (ranges of at least ``threshold`` pages, coverage, ranges for 99%...)."""
     runs = design_runs(cpu, designs, (*extra, "sim.contiguity=true"))
     results = dict(
         zip(runs, simulate_many(trace, runs.values(), threads=threads, progress=progress), strict=True)
@@ -221,7 +232,7 @@ def evaluate(
             row["over_4k"] = m["overhead_4k"]
             row["over_2m"] = model["c_2m"] / m["ideal"]
             row["over_sim"] = m["overhead_sim"]
-        stats = contiguity(r)
+        stats = contiguity(r, threshold)
         row.update({f"contiguity.{k}": v for k, v in stats.items()})
         row["frames_in_use"] = r.counters["os.frames_in_use"]
         ev.rows.append(row)

@@ -112,17 +112,9 @@ def _simulated(trace: str, args: argparse.Namespace) -> int:
     """Table 4.7 for a trace: the runs the OS model could form at the end of the trace under
     demand paging with THP and under eager paging (:func:`xlat.rmm.evaluate`)."""
     from xlat.cli.rmm import ROWS, print_columns
-    from xlat.rmm import contiguity, evaluate, sizes_of
+    from xlat.rmm import evaluate, sizes_of
 
-    ev = evaluate(trace, cpu=args.cpu, designs=("demand+THP", "eager"), progress=False)
-    if args.threshold != DEFAULT_THRESHOLD:
-        for row in ev.rows:
-            row.update(
-                {
-                    f"contiguity.{k}": v
-                    for k, v in contiguity(ev.results[row["design"]], args.threshold).items()
-                }
-            )
+    ev = evaluate(trace, cpu=args.cpu, designs=("demand+THP", "eager"), threshold=args.threshold)
     if args.json:
         print_json({"trace": trace, "cpu": args.cpu, "designs": ev.rows})
     else:

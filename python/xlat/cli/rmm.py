@@ -59,14 +59,13 @@ def cmd_rmm(args: argparse.Namespace) -> int:
     if args.threshold < 1:
         raise CliError(f"--threshold must be at least 1 page, not {args.threshold}")
     ev = evaluate(
-        args.trace, cpu=args.cpu, designs=designs, extra=tuple(args.set or ()), progress=progress(args)
+        args.trace,
+        cpu=args.cpu,
+        designs=designs,
+        extra=tuple(args.set or ()),
+        progress=progress(args),
+        threshold=args.threshold,
     )
-    if args.threshold != 8:
-        from xlat.rmm import contiguity
-
-        for row in ev.rows:
-            stats = contiguity(ev.results[row["design"]], args.threshold)
-            row.update({f"contiguity.{k}": v for k, v in stats.items()})
     if args.json:
         json.dump(ev.rows, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
