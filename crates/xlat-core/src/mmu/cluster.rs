@@ -18,7 +18,7 @@
 
 use super::keys::VPN_MASK;
 use crate::config::ClusterTlbConfig;
-use crate::os::pagetable::{index, PageTables};
+use crate::os::pagetable::{index, PageTables, PteLine};
 use crate::os::Os;
 use crate::stats::StructStats;
 
@@ -28,8 +28,8 @@ const NONE: u32 = u32::MAX;
 struct Slot {
     /// Virtual cluster number | address-space tag.
     key: u64,
-    /// Physical cluster number (frame >> log2 n).
-    pcluster: u64,
+    /// Physical cluster number (frame >> log2 n; frames are 32-bit in the page tables).
+    pcluster: u32,
     /// Frame offset inside the physical cluster, 3 bits per virtual page.
     offsets: u32,
     /// Valid bit per virtual page of the cluster.
@@ -52,6 +52,10 @@ pub struct ClusterTlb {
     /// Most and least recently used slots.
     head: u32,
     tail: u32,
+    /// The key the last probe looked up and the slot it found, until the table changes (a
+    /// fill after a walk looks up the key its probe just did; u64::MAX: none, no key has
+    /// bits 46-47 set).
+    probed: (u64, Option<u32>),
     /// Hits, fills, evictions, invalidations (accesses follow from the lookups of its stage).
     pub stats: StructStats,
 }
@@ -67,6 +71,7 @@ impl ClusterTlb {
             buckets: vec![NONE; (2 * capacity).next_power_of_two()],
             head: NONE,
             tail: NONE,
+            probed: (u64::MAX, None),
             stats: StructStats::default(),
         }
     }
@@ -101,9 +106,12 @@ impl ClusterTlb {
 
     /// The frame of `va`'s 4KB page if the entry of its cluster (address space `tag`) holds
     /// it (a hit makes the entry the most recently used).
-    #[inline]
+    #[inline(always)]
     pub fn probe(&mut self, va: u64, tag: u64) -> Option<u64> {
-        let i = self.find(self.key(va, tag))?;
+        let key = self.key(va, tag);
+        let found = self.find(key);
+        self.probed = (key, found);
+        let i = found?;
         let page = ((va >> 12) & ((1 << self.bits) - 1)) as u32;
         let s = self.slots[i as usize];
         if s.valid >> page & 1 == 0 {
@@ -111,32 +119,28 @@ impl ClusterTlb {
         }
         self.touch(i);
         self.stats.hits += 1;
-        Some((s.pcluster << self.bits) | ((s.offsets >> (3 * page)) & 7) as u64)
+        Some(((s.pcluster as u64) << self.bits) | ((s.offsets >> (3 * page)) & 7) as u64)
     }
 
     /// After a walk of `va`'s 4KB page (at frame `pfn`): fill the entry of its cluster from
     /// `line`, the 64-byte line of the page table that holds the cluster's PTEs (see
-    /// [`cluster_line`]: a mask of the 4KB leaves among its 8 entries and their frames). The
-    /// pages whose frame lies in `pfn`'s physical cluster are valid. An entry of the cluster
-    /// already present is replaced in place (it missed, or held another physical cluster);
-    /// else the least recently used entry goes if the TLB is full.
-    pub fn fill(&mut self, va: u64, tag: u64, pfn: u64, line: (u8, [u64; 8])) {
-        let n = 1u64 << self.bits;
-        let pcluster = pfn >> self.bits;
+    /// [`cluster_line`]). The pages whose frame lies in `pfn`'s physical cluster are valid. An
+    /// entry of the cluster already present is replaced in place (it missed, or held another
+    /// physical cluster); else the least recently used entry goes if the TLB is full.
+    #[inline(never)]
+    pub fn fill(&mut self, va: u64, tag: u64, pfn: u64, line: &PteLine) {
+        let n = 1u32 << self.bits;
+        let pcluster = (pfn >> self.bits) as u32;
         // The cluster's pages inside the line.
-        let sub = ((va >> 12) & 7 & !(n - 1)) as usize;
-        let (mask, frames) = line;
-        // (Branch-free over the whole line; the offsets of pages not valid are never read.)
-        let (mut same, mut offsets) = (0u8, 0u32);
-        for (p, &f) in frames.iter().enumerate() {
-            same |= ((f >> self.bits == pcluster) as u8) << p;
-            offsets |= ((f & (n - 1)) as u32) << (3 * p);
-        }
-        let valid = (same & mask) >> sub & ((1u16 << n) - 1) as u8;
+        let sub = ((va >> 12) & 7 & !(n as u64 - 1)) as usize;
+        let (same, offsets) = line.cluster_of(pfn as u32, self.bits);
+        let valid = same >> sub & ((1u16 << n) - 1) as u8;
         let offsets = offsets >> (3 * sub);
         let key = self.key(va, tag);
         self.stats.fills += 1;
-        let i = match self.find(key) {
+        let found = if self.probed.0 == key { self.probed.1 } else { self.find(key) };
+        self.probed.0 = u64::MAX;
+        let i = match found {
             Some(i) => i,
             None => {
                 let i = if self.slots.len() < self.capacity {
@@ -149,16 +153,18 @@ impl ClusterTlb {
                     t
                 };
                 let b = self.bucket(key);
-                self.slots[i as usize].key = key;
-                self.slots[i as usize].chain = self.buckets[b];
-                self.buckets[b] = i;
-                self.link_front(i);
+                let mut lru = self.lru();
+                lru.slots[i as usize].key = key;
+                lru.slots[i as usize].chain = lru.buckets[b];
+                lru.buckets[b] = i;
+                lru.link_front(i);
                 i
             }
         };
-        let s = &mut self.slots[i as usize];
+        let mut lru = self.lru();
+        let s = &mut lru.slots[i as usize];
         (s.pcluster, s.offsets, s.valid) = (pcluster, offsets, valid);
-        self.touch(i);
+        lru.touch(i);
     }
 
     /// Drop the entries whose cluster overlaps [start, end) in address space `tag` (any if
@@ -197,6 +203,7 @@ impl ClusterTlb {
 
     pub fn flush(&mut self) {
         self.stats.invalidations += self.len() as u64;
+        self.probed.0 = u64::MAX;
         self.slots.clear();
         self.buckets.fill(NONE);
         (self.head, self.tail) = (NONE, NONE);
@@ -224,33 +231,42 @@ impl ClusterTlb {
         let mut i = self.head;
         while i != NONE {
             let s = &self.slots[i as usize];
-            v.push(((s.key & VPN_MASK) << (12 + self.bits), s.pcluster, s.valid));
+            v.push(((s.key & VPN_MASK) << (12 + self.bits), s.pcluster as u64, s.valid));
             i = s.next;
         }
         v
     }
 
     /// Remove slot `i` from its hash chain and the recency list (it stays allocated).
+    #[inline(always)]
     fn remove(&mut self, i: u32) {
-        let key = self.slots[i as usize].key;
-        let b = self.bucket(key);
-        let mut at = self.buckets[b];
+        let b = self.bucket(self.slots[i as usize].key);
+        let lru = self.lru();
+        let mut at = lru.buckets[b];
         if at == i {
-            self.buckets[b] = self.slots[i as usize].chain;
+            lru.buckets[b] = lru.slots[i as usize].chain;
         } else {
-            while self.slots[at as usize].chain != i {
-                at = self.slots[at as usize].chain;
+            while lru.slots[at as usize].chain != i {
+                at = lru.slots[at as usize].chain;
             }
-            self.slots[at as usize].chain = self.slots[i as usize].chain;
+            lru.slots[at as usize].chain = lru.slots[i as usize].chain;
         }
-        self.unlink(i);
-        self.slots[i as usize].key = u64::MAX;
+        let mut lru = lru;
+        lru.unlink(i);
+        lru.slots[i as usize].key = u64::MAX;
+    }
+
+    /// The slots, hash buckets and recency list, borrowed together.
+    #[inline(always)]
+    fn lru(&mut self) -> Lru<'_> {
+        Lru { slots: &mut self.slots, buckets: &mut self.buckets, head: &mut self.head, tail: &mut self.tail }
     }
 
     /// Invalidate slot `i`: it leaves the table; the last slot moves into its place so that
     /// the slots stay dense.
     fn drop_slot(&mut self, i: u32) {
         self.stats.invalidations += 1;
+        self.probed.0 = u64::MAX;
         self.remove(i);
         let last = (self.slots.len() - 1) as u32;
         if i != last {
@@ -279,52 +295,71 @@ impl ClusterTlb {
         self.slots.pop();
     }
 
+    /// Make slot `i` the most recently used.
+    #[inline(always)]
+    fn touch(&mut self, i: u32) {
+        self.lru().touch(i);
+    }
+}
+
+/// A clustered TLB's slots, hash buckets and recency list, borrowed for one operation (as plain
+/// slices, whose bounds the compiler keeps in registers across the operation's stores).
+struct Lru<'a> {
+    slots: &'a mut [Slot],
+    buckets: &'a mut [u32],
+    head: &'a mut u32,
+    tail: &'a mut u32,
+}
+
+impl Lru<'_> {
+    #[inline(always)]
     fn unlink(&mut self, i: u32) {
         let (p, n) = (self.slots[i as usize].prev, self.slots[i as usize].next);
         match p {
-            NONE => self.head = n,
+            NONE => *self.head = n,
             p => self.slots[p as usize].next = n,
         }
         match n {
-            NONE => self.tail = p,
+            NONE => *self.tail = p,
             n => self.slots[n as usize].prev = p,
         }
     }
 
+    #[inline(always)]
     fn link_front(&mut self, i: u32) {
-        let h = self.head;
+        let h = *self.head;
         self.slots[i as usize].prev = NONE;
         self.slots[i as usize].next = h;
         match h {
-            NONE => self.tail = i,
+            NONE => *self.tail = i,
             h => self.slots[h as usize].prev = i,
         }
-        self.head = i;
+        *self.head = i;
     }
 
     /// Make slot `i` the most recently used.
-    #[inline]
+    #[inline(always)]
     fn touch(&mut self, i: u32) {
-        if self.head != i {
+        if *self.head != i {
             self.unlink(i);
             self.link_front(i);
         }
     }
 }
 
-/// The line of the current page table of `os` that holds the PTEs of `va`'s cluster: a mask of
-/// its 4KB leaves and their frames (none: `va` is not under a PT).
-#[inline]
-pub fn cluster_line(os: &Os, va: u64) -> (u8, [u64; 8]) {
+/// The line of the current page table of `os` that holds the PTEs of `va`'s cluster (no entries:
+/// `va` is not under a PT).
+#[inline(always)]
+pub fn cluster_line(os: &Os, va: u64) -> PteLine {
     cluster_line_in(os.tables(), os.root(), os.levels(), va)
 }
 
 /// [`cluster_line`] in the page tables `pt` of root `root` (`levels` levels).
-#[inline]
-pub fn cluster_line_in(pt: &PageTables, root: u32, levels: usize, va: u64) -> (u8, [u64; 8]) {
+#[inline(always)]
+pub fn cluster_line_in(pt: &PageTables, root: u32, levels: usize, va: u64) -> PteLine {
     match pt.pt_of(root, levels, va) {
         Some(t) => pt.leaf_line(t, index(va, 1) & !7),
-        None => (0, [0; 8]),
+        None => PteLine::default(),
     }
 }
 
@@ -340,15 +375,8 @@ mod tests {
     const C: u64 = 0x8000; // one 8-page cluster of virtual addresses
 
     /// A page-table line from the frames of its 8 entries (`None`: no leaf).
-    fn line(frames: &[Option<u64>]) -> (u8, [u64; 8]) {
-        let (mut mask, mut out) = (0u8, [0u64; 8]);
-        for (p, f) in frames.iter().enumerate() {
-            if let Some(f) = f {
-                mask |= 1 << p;
-                out[p] = *f;
-            }
-        }
-        (mask, out)
+    fn line(frames: &[Option<u32>]) -> PteLine {
+        PteLine::of_leaves(frames)
     }
 
     #[test]
@@ -357,7 +385,7 @@ mod tests {
         // The cluster at 0x10_0000 (pages 0..7): frames 803, 801, none, 2000, 806, 807, 800,
         // 815. The walk was for page 1 (frame 801: physical cluster 100 = frames 800..807).
         let frames = [Some(803), Some(801), None, Some(2000), Some(806), Some(807), Some(800), Some(815)];
-        t.fill(0x10_1000, 0, 801, line(&frames));
+        t.fill(0x10_1000, 0, 801, &line(&frames));
         assert_eq!(t.entries(), vec![(0x10_0000, 100, 0b0111_0011)]);
         assert_eq!(t.probe(0x10_0abc, 0), Some(803));
         assert_eq!(t.probe(0x10_6fff, 0), Some(800));
@@ -369,7 +397,7 @@ mod tests {
         assert_eq!(t.probe(0x10_1000, 1 << 48), None, "another address space");
         assert_eq!(t.stats.hits, 3);
         // A walk of page 7 (frame 815) replaces the entry in place with cluster 101.
-        t.fill(0x10_7000, 0, 815, line(&frames));
+        t.fill(0x10_7000, 0, 815, &line(&frames));
         assert_eq!(t.entries(), vec![(0x10_0000, 101, 0b1000_0000)]);
         assert_eq!((t.stats.fills, t.stats.evictions), (2, 0));
         assert_eq!(t.probe(0x10_7000, 0), Some(815));
@@ -393,28 +421,28 @@ mod tests {
         let frames = cluster_line_in(&pt, root, 4, base + 0x3abc);
         let want = [Some(1602), Some(1600), None, Some(1607), None, Some(1609), Some(1603), None];
         assert_eq!(frames, line(&want));
-        assert_eq!(cluster_line_in(&pt, root, 4, 0x60_1000), (0, [0; 8]));
+        assert_eq!(cluster_line_in(&pt, root, 4, 0x60_1000), PteLine::default());
         // A walk of page 3 (frame 1607): pages 0, 1, 3, 6 are valid; 5 is in cluster 201.
         let mut t = ctlb(512, 8);
-        t.fill(base + 0x3000, 0, 1607, frames);
+        t.fill(base + 0x3000, 0, 1607, &frames);
         assert_eq!(t.entries(), vec![(base, 200, 0b0100_1011)]);
         assert_eq!(t.probe(base + 0x6008, 0), Some(1603));
         assert_eq!(t.probe(base + 0x5000, 0), None);
         // A walk of page 5 instead: only page 5.
-        t.fill(base + 0x5000, 0, 1609, frames);
+        t.fill(base + 0x5000, 0, 1609, &frames);
         assert_eq!(t.entries(), vec![(base, 201, 0b0010_0000)]);
         // Clusters of 4 pages: the second half of the line is another cluster (pages 4..7:
         // frames none, 1609, 1603, none). A walk of page 6 (1603, cluster 400 of 4 frames)
         // keeps page 6 only; one of page 5 (1609: cluster 402) keeps page 5 only.
         let mut t = ctlb(512, 4);
-        t.fill(base + 0x6000, 0, 1603, frames);
+        t.fill(base + 0x6000, 0, 1603, &frames);
         assert_eq!(t.entries(), vec![(base + 0x4000, 400, 0b0100)]);
         assert_eq!(t.probe(base + 0x6000, 0), Some(1603));
-        t.fill(base + 0x5000, 0, 1609, frames);
+        t.fill(base + 0x5000, 0, 1609, &frames);
         assert_eq!(t.entries(), vec![(base + 0x4000, 402, 0b0010)]);
         // The first half (pages 0..3: 1602, 1600, none, 1607) from a walk of page 0: 1607 is
         // in cluster 401.
-        t.fill(base, 0, 1602, frames);
+        t.fill(base, 0, 1602, &frames);
         assert_eq!(t.entries()[0], (base, 400, 0b0011));
         assert_eq!(t.probe(base + 0x1000, 0), Some(1600));
         assert_eq!(t.probe(base + 0x3000, 0), None);
@@ -424,7 +452,7 @@ mod tests {
     fn clusters_of_two_pages() {
         let mut t = ctlb(2, 2);
         // Pages 2 and 3 of the line (the cluster of 0x10_3000) at frames 40 and 41.
-        t.fill(0x10_3000, 0, 41, line(&[None, None, Some(40), Some(41)]));
+        t.fill(0x10_3000, 0, 41, &line(&[None, None, Some(40), Some(41)]));
         assert_eq!(t.entries(), vec![(0x10_2000, 20, 0b11)]);
         assert_eq!(t.probe(0x10_2000, 0), Some(40));
         assert_eq!(t.probe(0x10_4000, 0), None);
@@ -433,13 +461,13 @@ mod tests {
     #[test]
     fn lru_eviction_and_invalidation() {
         let mut t = ctlb(3, 8);
-        let one = |f: u64| line(&[Some(f)]);
+        let one = |f: u64| line(&[Some(f as u32)]);
         for k in 0..3 {
-            t.fill(k * C, 0, 8 * k, one(8 * k));
+            t.fill(k * C, 0, 8 * k, &one(8 * k));
         }
         // Recency: 2, 1, 0. Touch 0: 0, 2, 1; the next fill evicts 1.
         assert_eq!(t.probe(0, 0), Some(0));
-        t.fill(3 * C, 0, 24, one(24));
+        t.fill(3 * C, 0, 24, &one(24));
         assert_eq!(t.stats.evictions, 1);
         assert_eq!(t.probe(C, 0), None);
         let order: Vec<u64> = t.entries().iter().map(|e| e.0 / C).collect();
@@ -451,8 +479,8 @@ mod tests {
         assert_eq!(t.probe(3 * C, 0), Some(24));
         assert_eq!(t.probe(0, 0), Some(0));
         // Two more fills: one free slot, then an eviction of the least recent (3).
-        t.fill(5 * C, 0, 40, one(40));
-        t.fill(6 * C, 0, 48, one(48));
+        t.fill(5 * C, 0, 40, &one(40));
+        t.fill(6 * C, 0, 48, &one(48));
         let order: Vec<u64> = t.entries().iter().map(|e| e.0 / C).collect();
         assert_eq!(order, vec![6, 5, 0]);
         // A range over every address space (no tag) drops overlapping clusters 5 and 6.
@@ -466,9 +494,9 @@ mod tests {
     #[test]
     fn five_hundred_twelve_entries_evict_in_lru_order() {
         let mut t = ctlb(512, 8);
-        let one = |f: u64| line(&[Some(f)]);
+        let one = |f: u64| line(&[Some(f as u32)]);
         for k in 0..512 {
-            t.fill(k * C, 0, 8 * k, one(8 * k));
+            t.fill(k * C, 0, 8 * k, &one(8 * k));
         }
         // Touch the even clusters (oldest first): the odd ones are now the least recent, in
         // fill order. 256 new clusters evict exactly the odd ones, from 1 up.
@@ -476,7 +504,7 @@ mod tests {
             assert_eq!(t.probe(k * C, 0), Some(8 * k));
         }
         for j in 0..256 {
-            t.fill((1000 + j) * C, 0, 8 * (1000 + j), one(8 * (1000 + j)));
+            t.fill((1000 + j) * C, 0, 8 * (1000 + j), &one(8 * (1000 + j)));
             assert_eq!(t.probe((2 * j + 1) * C, 0), None, "odd cluster {} evicted", 2 * j + 1);
             if j < 255 {
                 assert!(t.find(t.key((2 * j + 3) * C, 0)).is_some(), "the next odd one stays");
@@ -487,8 +515,25 @@ mod tests {
             assert_eq!(t.probe(k * C, 0), Some(8 * k));
         }
         // The next eviction takes the least recent new cluster (1000).
-        t.fill(2000 * C, 0, 0, one(0));
+        t.fill(2000 * C, 0, 0, &one(0));
         assert_eq!(t.probe(1000 * C, 0), None);
         assert_eq!(t.probe(1001 * C, 0), Some(8 * 1001));
+    }
+
+    #[test]
+    fn a_fill_after_its_probe_finds_the_entry_even_if_an_invalidation_moved_it() {
+        let mut t = ctlb(4, 8);
+        for k in 0..3 {
+            t.fill(k * C, 0, 8 * k, &line(&[Some(8 * k as u32)]));
+        }
+        // The probe of cluster 2's page 1 finds its entry (page 1 not valid: a miss) ...
+        assert_eq!(t.probe(2 * C + 0x1000, 0), None);
+        // ... the walk's fault drops cluster 0 (cluster 2's slot moves into its place) ...
+        t.invalidate(0, C, Some(0));
+        // ... and the fill replaces cluster 2's entry in place.
+        t.fill(2 * C + 0x1000, 0, 17, &line(&[Some(16), Some(17)]));
+        assert_eq!(t.entries(), vec![(2 * C, 2, 0b11), (C, 1, 0b1)]);
+        assert_eq!((t.stats.fills, t.stats.evictions, t.stats.invalidations), (4, 0, 1));
+        assert_eq!(t.probe(2 * C + 0x1000, 0), Some(17));
     }
 }

@@ -31,7 +31,7 @@ pub use keys::{asid_tag, key_range, tlb_key, VPN_BITS, VPN_MASK};
 use memo::{Memo, MemoHit};
 pub use psc::Psc;
 pub use range::{RangeEntry, RangeTlb};
-use route::{Probe, Routes};
+use route::{Probe, Routes, SideKind};
 pub use segment::DirectSegment;
 pub use tlb::Tlb;
 
@@ -73,6 +73,10 @@ pub struct Mmu {
     segment: Option<(DirectSegment, u32)>,
     /// Whether anything besides page TLBs sits in the miss path (the staged probe).
     staged: bool,
+    /// Per role: the route level of the clustered TLB and the direct segment when they are
+    /// the only structures besides the page TLBs and sit at one level (the staged probe's
+    /// short form, [`Mmu::probe_with_extras`]).
+    extras_level: [Option<u32>; 2],
     routes: Routes,
     /// `routes.fast` and `routes.deep` without the probes of page sizes their TLB holds no
     /// entry of (such a probe misses and changes nothing). Rebuilt when a size's count goes to
@@ -132,6 +136,14 @@ impl Mmu {
             nested_lookups: [0; 2],
             tlbs,
             staged: !ranges.is_empty() || cluster.is_some() || segment.is_some(),
+            extras_level: std::array::from_fn(|r| {
+                let sides = &routes.sides[r];
+                let only_extras = sides.iter().all(|s| matches!(s.kind, SideKind::Extra(_)));
+                match sides.first() {
+                    Some(f) if only_extras && sides.iter().all(|s| s.level == f.level) => Some(f.level),
+                    _ => None,
+                }
+            }),
             ranges,
             cluster,
             segment,
@@ -242,7 +254,7 @@ impl Mmu {
     pub fn probe_deep<S: Shape>(&mut self, r: usize, va: u64, ranges: bool) -> Option<(usize, u64, PageSize)> {
         let l2 = S::LANES.l2;
         if ranges && self.staged {
-            return self.probe_staged(l2, r, va);
+            return self.probe_staged::<S>(r, va);
         }
         let tag = self.tag;
         let mut found = None;
@@ -263,73 +275,128 @@ impl Mmu {
 
     /// [`Mmu::probe_deep`] with range TLBs: first the L1 range TLBs (stage 1: probed in
     /// parallel with the first-level page TLBs, which missed; a hit is a first-level hit after
-    /// all, returned as level 0), then level by level, the page TLBs and then every range TLB of
-    /// the level (all probed, as in parallel); a page-TLB hit wins over a range hit of the same
-    /// level (both count their hit). A range hit translates the 4KB page of `va` and fills the
-    /// range TLBs of the stages above with its range.
+    /// all, returned as level 0), then level by level, the page TLBs and then every other
+    /// structure of the level (range TLBs, then the clustered TLB and the direct segment: all
+    /// probed, as in parallel); a page-TLB hit wins over the others' hits at the same level (all
+    /// count their hit). A range hit translates the 4KB page of `va` and fills the range TLBs
+    /// of the stages above with its range (the first range TLB's that hit).
+    ///
+    /// The levels without side structures cost what [`Mmu::probe_deep`] does: the page TLBs
+    /// are probed in one run up to the next level that has some.
     #[inline(never)]
-    fn probe_staged(&mut self, l2: usize, r: usize, va: u64) -> Option<(usize, u64, PageSize)> {
-        let tag = self.tag;
-        if let Some(e) = self.probe_ranges(r, 0, va) {
-            self.l1_misses[r] -= 1;
-            return Some((0, e.pfn + ((va - e.base) >> 12), PageSize::Size4K));
+    fn probe_staged<S: Shape>(&mut self, r: usize, va: u64) -> Option<(usize, u64, PageSize)> {
+        if let Some(x) = self.extras_level[r] {
+            return self.probe_with_extras::<S>(r, va, x as usize);
         }
-        let mut k = 0;
-        for l in 1..self.routes.levels(r) {
-            let mut found = None;
-            while k < self.deep_live[r].len() && self.deep_live[r][k].level as usize == l {
+        let (l2, tag) = (S::LANES.l2, self.tag);
+        let (nd, ns) = (self.deep_live[r].len(), self.routes.sides[r].len());
+        let (mut k, mut j) = (0, 0);
+        loop {
+            let level = if j < ns { self.routes.sides[r][j].level as usize } else { usize::MAX };
+            // The page TLBs of the levels above: the first hit is the answer.
+            while k < nd {
                 let p = self.deep_live[r][k];
-                k += 1;
-                if found.is_some() {
-                    continue;
+                if p.level as usize >= level {
+                    break;
                 }
+                k += 1;
                 // SAFETY: not KNOWN: the class is checked.
                 if let (_, Some(pfn)) =
                     unsafe { self.tlbs[p.tlb as usize].probe_as::<false>(l2, va, p.shift, p.size_bits, tag) }
                 {
-                    found = Some((l, pfn, PageSize::from_index(p.size as usize)));
+                    self.level_hits[r][p.level as usize] += 1;
+                    return Some((p.level as usize, pfn, PageSize::from_index(p.size as usize)));
                 }
             }
-            let range = self.probe_ranges(r, l, va);
+            if level == usize::MAX {
+                return None;
+            }
+            // This level: its page TLBs (up to a hit), then every side structure.
+            let mut found = None;
+            while k < nd && self.deep_live[r][k].level as usize == level {
+                let p = self.deep_live[r][k];
+                k += 1;
+                if found.is_none() {
+                    // SAFETY: not KNOWN: the class is checked.
+                    if let (_, Some(pfn)) =
+                        unsafe { self.tlbs[p.tlb as usize].probe_as::<false>(l2, va, p.shift, p.size_bits, tag) }
+                    {
+                        found = Some((level, pfn, PageSize::from_index(p.size as usize)));
+                    }
+                }
+            }
+            let mut range = None;
+            while j < ns && self.routes.sides[r][j].level as usize == level {
+                let side = self.routes.sides[r][j];
+                j += 1;
+                let pfn = match side.kind {
+                    SideKind::Range(i) => self.ranges[i as usize].0.probe_entry(va, tag).map(|e| {
+                        range = range.or(Some(e));
+                        e.pfn + ((va - e.base) >> 12)
+                    }),
+                    SideKind::Extra(0) => self.cluster.as_mut().and_then(|c| c.0.probe(va, tag)),
+                    SideKind::Extra(_) => self.segment.as_mut().and_then(|d| d.0.probe(va)),
+                };
+                found = found.or(pfn.map(|pfn| (level, pfn, PageSize::Size4K)));
+            }
             if let Some(e) = range {
-                found = found.or(Some((l, e.pfn + ((va - e.base) >> 12), PageSize::Size4K)));
-                for above in 0..l {
+                for above in 0..level {
                     self.fill_ranges_at(r, above, e);
                 }
             }
-            if !self.routes.extras[r][l].is_empty() {
-                found = found.or(self.probe_extras(r, l, va));
-            }
             if found.is_some() {
-                self.level_hits[r][l] += 1;
+                match level {
+                    0 => self.l1_misses[r] -= 1,
+                    l => self.level_hits[r][l] += 1,
+                }
                 return found;
             }
         }
-        None
     }
 
-    /// Probe every range TLB of role `r`'s route level `l` for `va` (all of them, as in
-    /// parallel): the entry of the first that hit.
-    fn probe_ranges(&mut self, r: usize, l: usize, va: u64) -> Option<RangeEntry> {
+    /// [`Mmu::probe_staged`] when the clustered TLB and the direct segment, at route level `x`,
+    /// are the only structures besides the page TLBs: the page TLBs up to level `x` (the first
+    /// hit above `x` is the answer), the extras at `x` (probed even after a page-TLB hit there;
+    /// that hit wins), then the page TLBs below.
+    #[inline(always)]
+    fn probe_with_extras<S: Shape>(&mut self, r: usize, va: u64, x: usize) -> Option<(usize, u64, PageSize)> {
+        let (l2, tag) = (S::LANES.l2, self.tag);
+        let n = self.deep_live[r].len();
         let mut found = None;
-        for &i in self.routes.ranges[r].get(l).map_or(&[][..], Vec::as_slice) {
-            if let Some(e) = self.ranges[i].0.probe_entry(va, self.tag) {
-                found = found.or(Some(e));
+        let mut k = 0;
+        while k < n {
+            let p = self.deep_live[r][k];
+            if p.level as usize > x {
+                break;
+            }
+            k += 1;
+            // SAFETY: not KNOWN: the class is checked.
+            if let (_, Some(pfn)) =
+                unsafe { self.tlbs[p.tlb as usize].probe_as::<false>(l2, va, p.shift, p.size_bits, tag) }
+            {
+                found = Some((p.level as usize, pfn, PageSize::from_index(p.size as usize)));
+                break;
             }
         }
-        found
-    }
-
-    /// The clustered TLB and the direct segment at route level `l` of role `r` (both probed,
-    /// as in parallel; each counts its hit): the 4KB translation of `va` if one hits.
-    fn probe_extras(&mut self, r: usize, l: usize, va: u64) -> Option<(usize, u64, PageSize)> {
-        let mut found = None;
-        for &i in &self.routes.extras[r][l] {
-            let pfn = match i {
-                0 => self.cluster.as_mut().and_then(|c| c.0.probe(va, self.tag)),
-                _ => self.segment.as_mut().and_then(|d| d.0.probe(va)),
-            };
-            found = found.or(pfn.map(|p| (l, p, PageSize::Size4K)));
+        if found.is_none_or(|f| f.0 == x) {
+            // (Both sit at `x`: every configured extra is a side of both roles.)
+            let c = self.cluster.as_mut().and_then(|c| c.0.probe(va, tag));
+            let d = self.segment.as_mut().and_then(|d| d.0.probe(va));
+            found = found.or(c.or(d).map(|pfn| (x, pfn, PageSize::Size4K)));
+            // The page TLBs below.
+            while found.is_none() && k < n {
+                let p = self.deep_live[r][k];
+                k += 1;
+                // SAFETY: not KNOWN: the class is checked.
+                if let (_, Some(pfn)) =
+                    unsafe { self.tlbs[p.tlb as usize].probe_as::<false>(l2, va, p.shift, p.size_bits, tag) }
+                {
+                    found = Some((p.level as usize, pfn, PageSize::from_index(p.size as usize)));
+                }
+            }
+        }
+        if let Some((l, _, _)) = found {
+            self.level_hits[r][l] += 1;
         }
         found
     }
@@ -416,7 +483,8 @@ impl Mmu {
 
     /// Fill the clustered TLB after a walk of `va`'s 4KB page at frame `pfn`, from the frames
     /// of its cluster's 4KB pages (the page-table line [`cluster::cluster_line`] reads).
-    pub fn fill_cluster(&mut self, va: u64, pfn: u64, line: (u8, [u64; 8])) {
+    #[inline(always)]
+    pub fn fill_cluster(&mut self, va: u64, pfn: u64, line: &crate::os::pagetable::PteLine) {
         if let Some((c, _)) = &mut self.cluster {
             c.fill(va, self.tag, pfn, line);
         }

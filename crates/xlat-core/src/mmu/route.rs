@@ -19,6 +19,23 @@ pub(crate) struct Probe {
     pub(crate) size_bits: u64,
 }
 
+/// One structure of the miss path besides the page TLBs, at one route level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Side {
+    /// Route level (0 = first: an L1 range TLB).
+    pub(crate) level: u32,
+    pub(crate) kind: SideKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SideKind {
+    /// A range TLB (index into the MMU's range TLBs).
+    Range(u32),
+    /// One of the `extra` stages given to [`Routes::new`] (0: the clustered TLB, 1: the
+    /// direct segment).
+    Extra(u32),
+}
+
 /// The routes of both roles.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Routes {
@@ -36,6 +53,9 @@ pub(crate) struct Routes {
     pub(crate) fast: [Vec<Probe>; 2],
     /// The probes of the levels below the first, flattened the same way, in route order.
     pub(crate) deep: [Vec<Probe>; 2],
+    /// `ranges` and `extras` flattened in route order (per level: the range TLBs, then the
+    /// extras), for the staged probe.
+    pub(crate) sides: [Vec<Side>; 2],
 }
 
 impl Routes {
@@ -61,6 +81,13 @@ impl Routes {
                     routes.extras[r].push(x);
                 }
             }
+            routes.sides[r] = (0..routes.tlbs[r].len())
+                .flat_map(|l| {
+                    let ranges = routes.ranges[r][l].iter().map(|&i| SideKind::Range(i as u32));
+                    let extras = routes.extras[r][l].iter().map(|&i| SideKind::Extra(i as u32));
+                    ranges.chain(extras).map(move |kind| Side { level: l as u32, kind })
+                })
+                .collect();
             routes.fast[r] = probes(tlbs, &routes.tlbs[r], 0..1);
             routes.deep[r] = probes(tlbs, &routes.tlbs[r], 1..routes.tlbs[r].len());
             routes.fills[r] = std::array::from_fn(|s| {

@@ -277,12 +277,11 @@ impl<V: Variant> Core<V> {
     /// After a walk of `va` (page at frame `pfn`, of size `s`): a 4KB page fills the clustered
     /// TLB from its cluster's PTEs; the direct segment follows the range table (the walk may
     /// have faulted).
-    #[cold]
-    #[inline(never)]
+    #[inline(always)]
     fn after_walk_baselines(&mut self, va: u64, pfn: u64, s: PageSize) {
         if s == PageSize::Size4K && self.mmu.cluster_tlb().is_some() {
             let line = crate::mmu::cluster::cluster_line(&self.os, va);
-            self.mmu.fill_cluster(va, pfn, line);
+            self.mmu.fill_cluster(va, pfn, &line);
         }
         self.sync_segment();
     }
