@@ -112,18 +112,10 @@ EXPORT int brk(void *addr) {
   return mos_brk(addr);
 }
 
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25
-#endif
-
-/* The layout decides the page sizes in the pools, so a program's own transparent-huge-page advice
- * there is accepted and ignored (NumPy, for one, advises MADV_HUGEPAGE on every large array, which
- * would put THPs outside the windows); other advice, and advice elsewhere, reaches the kernel. */
+/* DONTNEED, FREE, REMOVE and THP advice on pool memory are emulated (pool.c, mos_madvise). */
 EXPORT int madvise(void *addr, size_t len, int advice) {
-  if (mos_pools_ready && (advice == MADV_HUGEPAGE || advice == MADV_NOHUGEPAGE || advice == MADV_COLLAPSE) && len &&
-      (mos_pool_of((uintptr_t)addr) || mos_pool_of((uintptr_t)addr + len - 1)))
-    return 0;
-  return mos_os_madvise(addr, len, advice);
+  if (!mos_pools_ready) return mos_os_madvise(addr, len, advice);
+  return mos_madvise(addr, len, advice);
 }
 
 /* ---- process exit ----------------------------------------------------------------------------------- */
@@ -131,6 +123,7 @@ EXPORT int madvise(void *addr, size_t len, int advice) {
 /* Programs that end with _exit (shells such as dash do) skip destructors; the exit report (the smaps
  * snapshot behind `xlat run --verify`) is written here for them. */
 EXPORT void _exit(int status) {
+  mos_exit_status = status & 0xff;
   mos_report_write("exit");
   mos_os_exit(status);
 }
