@@ -21,6 +21,7 @@ from xlat.mosaic.hugepages import check_huge_pages, page_name, release, reserve,
 from xlat.mosaic.runner import library_path, mosaic_env, run
 from xlat.mosaic.verify import (
     MapFile,
+    RunReport,
     VerifyReport,
     Vma,
     WindowCheck,
@@ -29,6 +30,7 @@ from xlat.mosaic.verify import (
     parse_smaps,
     verify_live,
     verify_report,
+    verify_run,
 )
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "EXIT_USAGE",
     "MapFile",
     "MosaicError",
+    "RunReport",
     "VerifyReport",
     "Vma",
     "WindowCheck",
@@ -52,4 +55,5 @@ __all__ = [
     "status",
     "verify_live",
     "verify_report",
+    "verify_run",
 ]
