@@ -17,7 +17,7 @@ Nothing here imports :mod:`xlat._native`; this package works before the Rust ext
 from __future__ import annotations
 
 from xlat.mosaic.errors import EXIT_NOT_HONOURED, EXIT_USAGE, MosaicError
-from xlat.mosaic.hugepages import check_huge_pages, page_name, release, reserve, status
+from xlat.mosaic.hugepages import check_huge_pages, fork_note, page_name, release, reserve, status
 from xlat.mosaic.runner import library_path, mosaic_env, run
 from xlat.mosaic.verify import (
     MapFile,
@@ -44,6 +44,7 @@ __all__ = [
     "WindowCheck",
     "check",
     "check_huge_pages",
+    "fork_note",
     "library_path",
     "mosaic_env",
     "page_name",
