@@ -303,3 +303,95 @@ def test_fork_without_spare_huge_pages_is_explained_and_not_honoured(lib, hugepa
     )
     assert "verdict: layout honoured" not in r.stderr
     assert "verdict: run FAILED: 1 of 2 processes failed" in lines[-1], r.stderr
+
+
+# ---- redis-server driven by redis-benchmark ----------------------------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _drive_redis(port: int) -> bytes:
+    """Wait for the server, load it (DEBUG POPULATE, redis-benchmark), free most of it, load it
+    again, and return what can be compared with a native server byte for byte: the dataset's digest,
+    its size and the keyspace; then shut the server down."""
+    import time
+
+    cli = ["redis-cli", "-p", str(port)]
+    for _ in range(100):
+        if subprocess.run([*cli, "ping"], capture_output=True).stdout == b"PONG\n":
+            break
+        time.sleep(0.05)
+    out = b""
+    steps = [
+        ["debug", "populate", "150000", "key", "600"],  # ~120MB of values
+        None,  # redis-benchmark
+        ["debug", "digest"],
+        ["flushall", "sync"],  # frees it all: the allocator purges and reuses
+        ["debug", "populate", "60000", "again", "300"],
+        ["debug", "digest"],
+        ["dbsize"],
+    ]
+    for step in steps:
+        if step is None:
+            bench = ["redis-benchmark", "-p", str(port), "-n", "20000", "-P", "16", "-d", "256", "-q"]
+            r = subprocess.run([*bench, "-t", "set,get,incr,lpush,lpop,sadd,hset,mset"], capture_output=True)
+            assert r.returncode == 0, r.stderr
+            continue
+        r = subprocess.run([*cli, *step], capture_output=True)
+        assert r.returncode == 0, r.stderr
+        out += r.stdout
+    subprocess.run([*cli, "shutdown", "nosave"], capture_output=True)
+    return out
+
+
+@pytest.mark.parametrize("layout_name", ["all-4KB", "small-2MB", "small-2MB-thp"])
+def test_redis_server_under_redis_benchmark(layout_name, lib, hugepages, tmp_path):
+    """redis-server (it overwrites its environment for its process title, and frees and reuses
+    memory) loaded by DEBUG POPULATE and redis-benchmark, flushed and loaded again: the dataset's
+    digest is the native server's, and the server got its layout."""
+    import threading
+
+    missing = [p for p in ("redis-server", "redis-cli", "redis-benchmark") if not shutil.which(p)]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (apt-get install redis-server redis-tools)")
+    layout, mode = _layout(layout_name)
+    _skip_if_no_thp(mode)
+    if mode == "hugetlb":
+        require(layout, hugepages)
+
+    def server(port: int) -> list[str]:
+        return ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--enable-debug-command", "yes", "--dir", str(tmp_path), "--daemonize", "no"]  # fmt: skip
+
+    port = _free_port()
+    native = subprocess.Popen(server(port), stdout=subprocess.DEVNULL, env=dict(os.environ, LD_PRELOAD=""))
+    try:
+        expected = _drive_redis(port)
+    finally:
+        native.wait(timeout=30)
+    # OK, digest, OK, OK, digest, 60000 (DEBUG POPULATE adds only keys that do not exist yet)
+    assert expected.count(b"\n") == 6 and expected.endswith(b"60000\n")
+
+    port = _free_port()
+    result: dict = {}
+
+    def run_server() -> None:
+        rc, _, text, reports = _mosaic(layout, mode, server(port), tmp_path)
+        result.update(rc=rc, text=text, reports=reports)
+
+    t = threading.Thread(target=run_server)
+    t.start()
+    try:
+        got = _drive_redis(port)
+    finally:
+        t.join(timeout=60)
+    assert result["rc"] == 0, result.get("text")
+    assert got == expected
+    (rep,) = result["reports"]
+    assert rep.honoured and rep.ending == "exit status 0", result["text"]
