@@ -244,6 +244,31 @@ def test_failed_child_is_never_reported_as_honoured(lib, tmp_path):
     assert "verdict: layout honoured" not in text
 
 
+def test_child_stopped_by_the_library_is_reported(lib, hugepages, tmp_path):
+    """The program takes more than half of the free 2MB pages, so the child it execs cannot get its
+    own copy and the library stops it before it runs (exit 127): the run names it, with the reason."""
+    free = mosaic.status()["2MB"]["available"]
+    n = free // 2 + 10
+    lay = parse_layout(
+        f'version = 1\nname = "half"\n[heap]\nsize = {n * 2 * MIB}\n'
+        f'windows = [{{offset = 0, length = {n * 2 * MIB}, page = "2MB"}}]\n'
+    )
+    argv = ["sh", "-c", "cat /dev/null; echo after"]
+    rc, out, text, reports = _mosaic(lay, "hugetlb", argv, tmp_path, stderr=subprocess.DEVNULL)
+    assert out == b"after\n" and rc == mosaic.EXIT_NOT_HONOURED, text
+    top, cat = reports
+    assert not top.failed and top.honoured, text
+    assert Path(cat.exe).name == "cat" and cat.failed
+    assert cat.ending == (
+        "stopped before it ran: too few free 2MB huge pages to back a window of the heap pool "
+        "(run `xlat hugepages reserve` or pass --best-effort)"
+    )
+    assert text.splitlines()[-1] == (
+        f"xlat verify: 2 processes: verdict: run FAILED: 1 of 2 processes failed (pid {cat.pid} (cat): "
+        f"{cat.ending})"
+    )
+
+
 # ---- 5. fork under hugetlb with no spare huge pages ---------------------------------------------
 
 FORK = (

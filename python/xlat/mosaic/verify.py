@@ -184,6 +184,8 @@ class VerifyReport:
             lines.append(f"  problem: {p}")
         head = "  verdict: " if verdict else "  result: "
         held = "pages as laid out" if self.honoured else "layout NOT honoured"
+        if not self.checks and not self.problems:
+            held = "no pages to check"
         if self.failed:
             lines.append(f"{head}process FAILED ({self.ending}); {held}")
         elif verdict and self.honoured:
@@ -361,7 +363,7 @@ def _ending(m: MapFile | None, rc: int | None) -> tuple[str, bool]:
     """How a process ended, and whether that is a failure.  ``rc`` is the status its parent saw
     (128 + N for signal N), known for the program itself only."""
     if m is not None and m.event == "fatal":
-        return f"stopped before it ran: {m.message or 'exit status 127'}", True
+        return f"stopped before it ran: {m.message.rstrip('.') or 'exit status 127'}", True
     if rc is not None and rc > 128:
         sig = rc - 128
         return f"killed by signal {sig}" + (f" ({_SIGNALS[sig]})" if sig in _SIGNALS else ""), True
