@@ -244,6 +244,25 @@ def test_failed_child_is_never_reported_as_honoured(lib, tmp_path):
     assert "verdict: layout honoured" not in text
 
 
+def test_exec_of_a_program_without_the_library_is_named(lib, tmp_path):
+    """`env -i true` clears the environment, so true runs without the library: the run says which
+    process exec'd what, and does not call the layout honoured."""
+    argv = ["bash", "-c", "env -i true; echo $?"]
+    rc, out, text, reports = _mosaic(load_layout(LAYOUTS / "all-4KB.toml"), "hugetlb", argv, tmp_path)
+    assert out == b"0\n" and rc == mosaic.EXIT_NOT_HONOURED, text
+    top, env = reports
+    assert Path(top.exe).name == "bash" and top.honoured and not top.failed
+    assert Path(env.exe).name == "env" and env.ending == "replaced by a program without the library"
+    assert not env.failed and not env.honoured
+    assert env.problems == [
+        "it exec'd true, which did not load the library (statically linked, or run with a cleared "
+        "environment): that program ran without the layout."
+    ]
+    assert text.splitlines()[-1] == (
+        f"xlat verify: 2 processes: verdict: layout NOT honoured in 1 of 2 processes (pid {env.pid})"
+    )
+
+
 def test_child_stopped_by_the_library_is_reported(lib, hugepages, tmp_path):
     """The program takes more than half of the free 2MB pages, so the child it execs cannot get its
     own copy and the library stops it before it runs (exit 127): the run names it, with the reason."""

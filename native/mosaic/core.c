@@ -264,6 +264,16 @@ static const char *backing_name(int b) {
   }
 }
 
+static char exec_target[1024]; /* the program being exec'd, for the "exec" event */
+
+void mos_report_exec(const char *target) {
+  size_t n = 0;
+  for (; target && target[n] && n < sizeof exec_target - 1; n++)
+    exec_target[n] = target[n] == '\n' ? ' ' : target[n];
+  exec_target[n] = 0;
+  mos_report_write("exec");
+}
+
 /* The header of a map file: which process (pid, parent, executable), the mode, what happened
  * (start, exit, demand, fatal) and, once known, the exit status. */
 static void report_header(outbuf_t *o, pid_t pid, const char *event) {
@@ -290,6 +300,10 @@ static void report_header(outbuf_t *o, pid_t pid, const char *event) {
     ob_str(o, "\nstatus ");
     ob_u64(o, (uint64_t)mos_exit_status);
   }
+  if (!strcmp(event, "exec") && exec_target[0]) {
+    ob_str(o, "\ntarget ");
+    ob_str(o, exec_target);
+  }
   ob_str(o, "\n");
 }
 
@@ -311,7 +325,9 @@ static void report_fatal(const char *sentence) {
   mos_os_close(o.fd);
 }
 
-/* what: NULL at start (map only), "exit" or "demand" (map and smaps). */
+/* what: NULL at start (map only), "exec" just before an exec (map only: if the new image loads
+ * the library it writes its own map under the same pid, otherwise the run knows it was replaced),
+ * "exit" or "demand" (map and smaps). */
 void mos_report_write(const char *what) {
   if (!mos_cfg.report_dir || mos_state != 2) return;
   pid_t pid = mos_os_getpid();
@@ -355,7 +371,7 @@ void mos_report_write(const char *what) {
   }
   ob_flush(&o);
   mos_os_close(o.fd);
-  if (!what) return;
+  if (!what || !strcmp(what, "exec")) return;
   int in = mos_os_open("/proc/self/smaps", O_RDONLY | O_CLOEXEC, 0);
   if (in < 0) return;
   o.fd = open_report("smaps", pid);

@@ -114,6 +114,7 @@ void mos_init_slow(void);
 bool mos_init_by_me(void); /* true while this thread is inside initialisation */
 void *mos_mmap_bootstrap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 void mos_report_write(const char *what);
+void mos_report_exec(const char *target); /* map file with event "exec" and the program exec'd */
 extern volatile int mos_exit_status; /* the status passed to exit/_exit, -1 until then */
 
 /* jemalloc, from Debian's libjemalloc_pic.a with its public names renamed by the Makefile */

@@ -65,6 +65,8 @@ class MapFile:
     ppid: int = 0
     #: the library's sentence for a "fatal" event
     message: str = ""
+    #: the program an "exec" event replaced the process with
+    target: str = ""
 
 
 def parse_map(text: str) -> MapFile:
@@ -84,8 +86,8 @@ def parse_map(text: str) -> MapFile:
             extra["event"] = f[1]
         elif f[0] == "status":
             extra["status"] = int(f[1])
-        elif f[0] == "message":
-            extra["message"] = line.partition(" ")[2]
+        elif f[0] in ("message", "target"):
+            extra[f[0]] = line.partition(" ")[2]
         elif f[0] == "mode":
             mode = f[1]
         elif f[0] == "pool":
@@ -362,6 +364,8 @@ _SIGNALS.update({9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 14: "SIGALRM", 15: 
 def _ending(m: MapFile | None, rc: int | None) -> tuple[str, bool]:
     """How a process ended, and whether that is a failure.  ``rc`` is the status its parent saw
     (128 + N for signal N), known for the program itself only."""
+    if m is not None and m.event == "exec" and rc is None:
+        return "replaced by a program without the library", False
     if m is not None and m.event == "fatal":
         return f"stopped before it ran: {m.message.rstrip('.') or 'exit status 127'}", True
     if rc is not None and rc > 128:
@@ -401,8 +405,13 @@ def verify_run(
             if _alive(pid, m.exe):
                 run.running.append((pid, m.exe))
                 continue
-        if m is not None and m.event == "fatal":
+        if m is not None and m.event in ("fatal", "exec"):
             rep = VerifyReport(pid=pid, mode=mode or m.mode, layout_name=layout.name or layout.source)
+            if m.event == "exec":
+                rep.problems.append(
+                    f"it exec'd {m.target or 'a program'}, which did not load the library (statically "
+                    "linked, or run with a cleared environment): that program ran without the layout."
+                )
         else:
             rep = verify_report(d, pid, layout, mode)
         rep.exe = m.exe if m is not None else ""
