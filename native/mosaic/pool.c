@@ -181,6 +181,16 @@ static uintptr_t piece_end(const mos_pool_t *p, uintptr_t addr, uintptr_t limit)
   return e < limit ? e : limit;
 }
 
+/* Zero [s,e), resident: in place if the program left it writable (MADV_POPULATE_WRITE succeeds on
+ * resident writable memory without changing it, and fails with EFAULT instead of faulting where the
+ * program made it read-only or PROT_NONE, as runtimes do to decommit memory); otherwise the kernel
+ * drops it (DONTNEED: on a hugetlb range that works on whole pages, which is what mprotect allows
+ * there). */
+static void zero_in_place(uintptr_t s, uintptr_t e) {
+  if (mos_os_madvise((void *)s, e - s, MADV_POPULATE_WRITE) == 0) memset((void *)s, 0, e - s);
+  else mos_os_madvise((void *)s, e - s, MADV_DONTNEED);
+}
+
 /* Zero the resident pages of [a,b) in granules of `unit` (a huge page for hugetlb, else 4KiB),
  * leaving the protection alone: pages that were never touched (mincore says not resident) already
  * read as zero, so a large untouched range costs no page faults.  a and b are 4KiB aligned. */
@@ -190,7 +200,7 @@ static void zero_resident(uintptr_t a, uintptr_t b, size_t unit) {
     for (uintptr_t g = down(a, unit); g < b; g += unit) {
       uintptr_t s = g < a ? a : g, e = g + unit < b ? g + unit : b;
       /* one 4KiB probe says whether the huge page is there; if mincore fails, zero anyway */
-      if (mos_os_mincore((void *)s, MOS_PAGE_4K, vec) != 0 || (vec[0] & 1)) memset((void *)s, 0, e - s);
+      if (mos_os_mincore((void *)s, MOS_PAGE_4K, vec) != 0 || (vec[0] & 1)) zero_in_place(s, e);
     }
     return;
   }
@@ -202,7 +212,7 @@ static void zero_resident(uintptr_t a, uintptr_t b, size_t unit) {
       if (!(vec[i] & 1)) { i++; continue; }
       size_t j = i;
       while (j < n && (vec[j] & 1)) j++;
-      memset((void *)(a + i * MOS_PAGE_4K), 0, (j - i) * MOS_PAGE_4K);
+      zero_in_place(a + i * MOS_PAGE_4K, a + j * MOS_PAGE_4K);
       i = j;
     }
     a = e;

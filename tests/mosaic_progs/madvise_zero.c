@@ -53,9 +53,18 @@ int main(void) {
   unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return perror("mmap"), 1;
   dontneed_cases("mmap", m, len);
+  int r;
+
+  /* DONTNEED on memory the program made PROT_NONE (a runtime decommitting it): zero afterwards */
+  unsigned char *g = (unsigned char *)(((uintptr_t)m + 8 * MB2 + MB2 - 1) & ~(MB2 - 1));
+  memset(g, 0x33, MB2);
+  int pr = mprotect(g, MB2, PROT_NONE);
+  r = madvise(g, MB2, MADV_DONTNEED);
+  pr |= mprotect(g, MB2, PROT_READ | PROT_WRITE);
+  printf("prot-none dontneed rc %d mprotect %d nonzero-after %zu\n", r, pr, nonzero(g, MB2));
 
   /* MADV_FREE: data written afterwards is kept */
-  int r = madvise(m, 4 * MB2, MADV_FREE);
+  r = madvise(m, 4 * MB2, MADV_FREE);
   memset(m, 0x5a, 4 * MB2);
   size_t lost = 0;
   for (size_t i = 0; i < 4 * MB2; i++) lost += m[i] != 0x5a;
