@@ -17,17 +17,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from mosaic_support import LAYOUTS, require
 from xlat import mosaic
 from xlat.layout import GIB, MIB, load_layout, parse_layout
-
-ROOT = Path(__file__).resolve().parents[1]
-LAYOUTS = ROOT / "configs" / "layouts"
-PROGS = Path(__file__).resolve().parent / "mosaic_progs"
-
-# What the whole module needs available at once: all-2MB holds 2048 2MB pages; the exec check of
-# the mixed layout holds two copies of it (parent and exec'd child): 2 x 432 2MB + 2 x 1GB.
-NEED_2MB = 2100
-NEED_1GB = 2
 
 
 def _sentence(stderr: str) -> str:
@@ -35,66 +27,6 @@ def _sentence(stderr: str) -> str:
     assert len(lines) == 1, f"expected one line on stderr, got: {stderr!r}"
     assert "Traceback" not in stderr
     return lines[0]
-
-
-@pytest.fixture(scope="session")
-def lib():
-    """Build the library from this checkout; point xlat.mosaic at it even when the package under
-    test is installed elsewhere (a wheel in a virtualenv has no _lib/ of its own)."""
-    r = subprocess.run(["make", "-s", "-C", str(ROOT / "native" / "mosaic")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    built = ROOT / "python" / "xlat" / "_lib" / "libxlat_mosaic.so"
-    assert built.is_file()
-    os.environ.setdefault("XLAT_MOSAIC_LIB", str(built))
-    return mosaic.library_path()
-
-
-@pytest.fixture(scope="session")
-def hugepages():
-    """Make sure enough huge pages are free; release what this fixture added at the end.  Yields a
-    dict page size -> None if available, else the reason it is not (1GB pages need contiguous
-    memory and may be impossible on a fragmented machine; only the tests that need them skip)."""
-    added = {"2MB": 0, "1GB": 0}
-    missing: dict[str, str | None] = {"2MB": None, "1GB": None}
-    st = mosaic.status()
-    for page, need in (("2MB", NEED_2MB), ("1GB", NEED_1GB)):
-        have = st.get(page, {}).get("available", 0)
-        if have >= need:
-            continue
-        if os.geteuid() != 0:
-            missing[page] = f"needs {need} free {page} huge pages and root to reserve them"
-            continue
-        try:
-            added[page] = mosaic.reserve(need - have, page)
-        except mosaic.MosaicError as err:
-            missing[page] = str(err)
-    if missing["2MB"]:
-        pytest.skip(missing["2MB"])
-    yield missing
-    for page, n in added.items():
-        if n:
-            mosaic.release(n, page)
-
-
-def require(layout, hugepages) -> None:
-    """Skip (with the reason) if this machine cannot give ``layout`` its huge pages."""
-    for page, n in layout.huge_pages_needed().items():
-        if n and hugepages.get(page):
-            pytest.skip(hugepages[page])
-
-
-@pytest.fixture(scope="session")
-def progs(tmp_path_factory, lib):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.skip("no C compiler (apt-get install gcc)")
-    out = tmp_path_factory.mktemp("progs")
-    built = {}
-    for name in ("mt_alloc", "probe", "mmap_stress"):
-        exe = out / name
-        subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(PROGS / f"{name}.c"), "-ldl"], check=True)
-        built[name] = str(exe)
-    return built
 
 
 # ---- the real programs ------------------------------------------------------------------------------

@@ -18,13 +18,22 @@
 #include "os.h"
 
 mos_config_t mos_cfg;
+volatile int mos_exit_status = -1;
 volatile int mos_state;
 volatile int mos_pools_ready;
 static volatile pid_t init_tid;
 
 /* jemalloc options: no separate arena for huge allocations (it would be created with default hooks,
- * i.e. outside the heap pool), and no lazy purging (we offer no purge_lazy hook). */
-const char *mos_je_malloc_conf = "oversize_threshold:0,muzzy_decay_ms:0";
+ * i.e. outside the heap pool), no lazy purging (we offer no purge_lazy hook), and retain:false.
+ * With retain (jemalloc's default on Linux) jemalloc grows by ever larger hook extents (geometric
+ * "retained" growth) and never asks the hook to extend an extent in place; a block grown with
+ * realloc then moves to a fresh extent at each step while the freed ones sit between unused retained
+ * tails that they cannot coalesce with, so the pool grew ~9x faster than the program (issue 17: a
+ * 160MB array took 1.4GiB of the heap pool).  Without retain, jemalloc asks for exactly what it
+ * needs, and asks to extend a block in place at its end, which ext_alloc grants when the block ends
+ * at the heap's break: realloc growth at the top of the heap stays in place (docs/mosaic.md has the
+ * figures).  dalloc still opts out, so freed extents are kept ("retained") and reused all the same. */
+const char *mos_je_malloc_conf = "oversize_threshold:0,muzzy_decay_ms:0,retain:false";
 
 /* ---- extent hooks -------------------------------------------------------------------------------- */
 
@@ -134,6 +143,10 @@ static void warn_if_no_cow_headroom(void) {
 
 static void mos_postfork_child(void) {
   mos_pools_reinit_locks();
+  /* the child's own map file, so that a child killed before it exits is still seen by --verify
+   * (exit status unknown); it has no status yet, whatever its parent recorded */
+  mos_exit_status = -1;
+  mos_report_write(NULL);
   if (mos_cfg.mode == MOS_MODE_HUGETLB) warn_if_no_cow_headroom();
 }
 
@@ -155,10 +168,23 @@ void *mos_mmap_bootstrap(void *addr, size_t len, int prot, int flags, int fd, of
   return mos_os_mmap(addr, len, prot, flags, fd, off);
 }
 
+static void report_fatal(const char *sentence);
+/* exit() runs the handlers registered with atexit/on_exit in reverse order, and ld.so's, which runs
+ * the libraries' destructors, was registered after ours (by __libc_start_main, after the preloaded
+ * libraries' constructors ran): so this handler runs last of all, after every destructor, and is
+ * the one to write the exit report, now with the exit status. */
+static volatile int exit_handler_set;
+static void on_exit_status(int status, void *arg) {
+  (void)arg;
+  mos_exit_status = status & 0xff;
+  mos_report_write("exit");
+}
+
 void mos_init_slow(void) {
   if (mos_state == 2) return;
   if (__sync_bool_compare_and_swap(&mos_state, 0, 1)) {
     init_tid = mos_os_gettid();
+    mos_fatal_hook = report_fatal;
     mos_options_load(&mos_cfg);
     mos_pools_map(&mos_cfg);
     __sync_synchronize();
@@ -174,6 +200,9 @@ void mos_init_slow(void) {
     attach_jemalloc();
     __sync_synchronize();
     mos_state = 2;
+    /* the exit status, for the report: on_exit handlers get it from exit() and from main's return
+     * (glibc keeps the first 32 handlers in static storage) */
+    exit_handler_set = on_exit(on_exit_status, NULL) == 0;
     mos_report_write(NULL);
     if (mos_cfg.verbose) mos_warn("pools mapped", mos_cfg.mode == MOS_MODE_THP ? " (thp mode)" : " (hugetlb mode)", ".");
     return;
@@ -235,7 +264,70 @@ static const char *backing_name(int b) {
   }
 }
 
-/* what: NULL at start (map only), "exit" or "demand" (map and smaps). */
+static char exec_target[1024]; /* the program being exec'd, for the "exec" event */
+
+void mos_report_exec(const char *target) {
+  size_t n = 0;
+  for (; target && target[n] && n < sizeof exec_target - 1; n++)
+    exec_target[n] = target[n] == '\n' ? ' ' : target[n];
+  exec_target[n] = 0;
+  mos_report_write("exec");
+}
+
+/* The header of a map file: which process (pid, parent, executable), the mode, what happened
+ * (start, exit, demand, fatal) and, once known, the exit status. */
+static void report_header(outbuf_t *o, pid_t pid, const char *event) {
+  ob_str(o, "# xlat mosaic map v1: pool NAME START SIZE BRK FALLBACK_BYTES FALLBACK_COUNT HIGH_WATER; "
+            "window POOL OFFSET LENGTH PAGE BACKING START\n");
+  ob_str(o, "pid ");
+  ob_u64(o, (uint64_t)pid);
+  ob_str(o, "\nppid ");
+  ob_u64(o, (uint64_t)syscall(SYS_getppid));
+  char exe[1024];
+  long n = syscall(SYS_readlink, "/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    for (long i = 0; i < n; i++)
+      if (exe[i] == '\n') exe[i] = ' ';
+    ob_str(o, "\nexe ");
+    ob_str(o, exe);
+  }
+  ob_str(o, "\nmode ");
+  ob_str(o, mos_cfg.mode == MOS_MODE_THP ? "thp" : "hugetlb");
+  ob_str(o, "\nevent ");
+  ob_str(o, event);
+  if (mos_exit_status >= 0) {
+    ob_str(o, "\nstatus ");
+    ob_u64(o, (uint64_t)mos_exit_status);
+  }
+  if (!strcmp(event, "exec") && exec_target[0]) {
+    ob_str(o, "\ntarget ");
+    ob_str(o, exec_target);
+  }
+  ob_str(o, "\n");
+}
+
+/* A fatal error before the program ran (too few huge pages, a bad layout): a map file with the
+ * event "fatal", status 127 and the sentence, so that the run's verification reports it. */
+static void report_fatal(const char *sentence) {
+  if (!mos_cfg.report_dir) return;
+  pid_t pid = mos_os_getpid();
+  outbuf_t o;
+  o.n = 0;
+  o.fd = open_report("map", pid);
+  if (o.fd < 0) return;
+  mos_exit_status = 127;
+  report_header(&o, pid, "fatal");
+  ob_str(&o, "message ");
+  ob_str(&o, sentence);
+  ob_str(&o, "\n");
+  ob_flush(&o);
+  mos_os_close(o.fd);
+}
+
+/* what: NULL at start (map only), "exec" just before an exec (map only: if the new image loads
+ * the library it writes its own map under the same pid, otherwise the run knows it was replaced),
+ * "exit" or "demand" (map and smaps). */
 void mos_report_write(const char *what) {
   if (!mos_cfg.report_dir || mos_state != 2) return;
   pid_t pid = mos_os_getpid();
@@ -243,15 +335,7 @@ void mos_report_write(const char *what) {
   o.n = 0;
   o.fd = open_report("map", pid);
   if (o.fd < 0) return;
-  ob_str(&o, "# xlat mosaic map v1: pool NAME START SIZE BRK FALLBACK_BYTES FALLBACK_COUNT HIGH_WATER; "
-             "window POOL OFFSET LENGTH PAGE BACKING START\n");
-  ob_str(&o, "pid ");
-  ob_u64(&o, (uint64_t)pid);
-  ob_str(&o, "\nmode ");
-  ob_str(&o, mos_cfg.mode == MOS_MODE_THP ? "thp" : "hugetlb");
-  ob_str(&o, "\nevent ");
-  ob_str(&o, what ? what : "start");
-  ob_str(&o, "\n");
+  report_header(&o, pid, what ? what : "start");
   for (int i = 0; i < MOS_NPOOLS; i++) {
     mos_pool_t *p = &mos_cfg.pool[i];
     ob_str(&o, "pool ");
@@ -287,7 +371,7 @@ void mos_report_write(const char *what) {
   }
   ob_flush(&o);
   mos_os_close(o.fd);
-  if (!what) return;
+  if (!what || !strcmp(what, "exec")) return;
   int in = mos_os_open("/proc/self/smaps", O_RDONLY | O_CLOEXEC, 0);
   if (in < 0) return;
   o.fd = open_report("smaps", pid);
@@ -302,7 +386,10 @@ void mos_report_write(const char *what) {
   mos_os_close(in);
 }
 
-__attribute__((destructor)) static void mos_dtor(void) { mos_report_write("exit"); }
+/* Without the exit handler (it could not be registered), the destructor writes the exit report. */
+__attribute__((destructor)) static void mos_dtor(void) {
+  if (!exit_handler_set) mos_report_write("exit");
+}
 
 /* ---- exported query API (not an override; found with dlsym by tests and tools) --------------------- */
 

@@ -4,6 +4,7 @@
  *   os.h        raw system calls, nothing else
  *   options.c   the environment-variable table and the layout parser/validator
  *   pool.c      the three pools: reservation, page-size windows, brk bump pointer, first-fit ranges
+ *   advise.c    madvise over pool memory (DONTNEED zeroes, FREE, REMOVE, THP advice ignored)
  *   core.c      jemalloc (Debian's libjemalloc_pic.a, symbols renamed mos_je_*) pointed at the heap
  *               pool through extent hooks; initialisation, fork handlers, the exit report
  *   override.c  the standard names (malloc family, mmap, munmap, mremap, brk, sbrk) forwarding here
@@ -82,6 +83,7 @@ extern mos_config_t mos_cfg;
 /* options.c */
 void mos_options_load(mos_config_t *cfg);                     /* exits with one sentence on bad input */
 void mos_fatal(const char *fmt_a, const char *b, const char *c) __attribute__((noreturn));
+extern void (*mos_fatal_hook)(const char *sentence); /* set by core.c: records a fatal error */
 void mos_warn(const char *a, const char *b, const char *c);
 size_t mos_fmt_u64(char *buf, uint64_t v);
 
@@ -95,6 +97,12 @@ int mos_brk(void *addr);
 void *mos_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int mos_munmap(void *addr, size_t len);
 void *mos_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr);
+void mos_zero_range(mos_pool_t *p, uintptr_t a, uintptr_t b); /* zero, keeping page sizes */
+uintptr_t mos_piece(const mos_pool_t *p, uintptr_t addr, uintptr_t limit, int *backing);
+size_t mos_rs_lower(const mos_rangeset_t *s, uintptr_t a); /* first range ending after a */
+
+/* advise.c */
+int mos_madvise(void *addr, size_t len, int advice); /* Linux's semantics over pool memory */
 void mos_pools_lock_all(void);
 void mos_pools_unlock_all(void);
 void mos_pools_reinit_locks(void);
@@ -106,6 +114,8 @@ void mos_init_slow(void);
 bool mos_init_by_me(void); /* true while this thread is inside initialisation */
 void *mos_mmap_bootstrap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 void mos_report_write(const char *what);
+void mos_report_exec(const char *target); /* map file with event "exec" and the program exec'd */
+extern volatile int mos_exit_status; /* the status passed to exit/_exit, -1 until then */
 
 /* jemalloc, from Debian's libjemalloc_pic.a with its public names renamed by the Makefile */
 void *mos_je_malloc(size_t);

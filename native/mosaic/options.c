@@ -48,8 +48,21 @@ static void mos_say(const char *prefix, const char *a, const char *b, const char
 
 /* One sentence on stderr, then exit 127 (the shell's "could not run" status): the program has not
  * started doing anything yet when this is called. */
+void (*mos_fatal_hook)(const char *sentence);
+
 void mos_fatal(const char *a, const char *b, const char *c) {
   mos_say("xlat-mosaic: ", a, b, c);
+  if (mos_fatal_hook) {
+    /* the same sentence into the report directory, so that xlat run --verify can say which process
+     * of the run stopped and why (core.c) */
+    char line[1024];
+    size_t n = 0;
+    const char *parts[3] = {a, b, c};
+    for (int i = 0; i < 3; i++)
+      for (const char *p = parts[i]; p && *p && n < sizeof line - 1; p++) line[n++] = *p == '\n' ? ' ' : *p;
+    line[n] = 0;
+    mos_fatal_hook(line);
+  }
   mos_os_exit(127);
 }
 
@@ -131,7 +144,32 @@ static bool env_flag(const char *var) {
   return false;
 }
 
+/* The report directory, copied at start-up: programs overwrite their environment block (redis,
+ * nginx and others set their process title with setproctitle over argv and environ), so a pointer
+ * into it may later read "" or another string.  A relative path is made absolute now, before the
+ * program can change directory. */
+static char report_dir_copy[4096];
+
+static const char *copy_report_dir(const char *s) {
+  if (!s || !*s) return NULL;
+  size_t n = 0;
+  if (*s != '/') {
+    long r = syscall(SYS_getcwd, report_dir_copy, sizeof report_dir_copy);
+    if (r <= 0) bad("XLAT_MOSAIC_REPORT", " is a relative path and the current directory is unknown.");
+    n = strlen(report_dir_copy);
+    if (n > 1) report_dir_copy[n++] = '/';
+  }
+  size_t len = strlen(s);
+  if (n + len >= sizeof report_dir_copy - 64) bad("XLAT_MOSAIC_REPORT", " is too long a path.");
+  memcpy(report_dir_copy + n, s, len + 1);
+  return report_dir_copy;
+}
+
+/* Every setting is read here, once, at start-up (the library's constructor or its first call):
+ * nothing keeps a pointer into the environment. */
 void mos_options_load(mos_config_t *cfg) {
+  /* first, so that a fatal error below can still be reported there (xlat run --verify) */
+  cfg->report_dir = copy_report_dir(getenv("XLAT_MOSAIC_REPORT"));
   const char *mode = getenv("XLAT_MOSAIC_MODE");
   if (!mode || !*mode || !strcmp(mode, "hugetlb"))
     cfg->mode = MOS_MODE_HUGETLB;
@@ -141,8 +179,6 @@ void mos_options_load(mos_config_t *cfg) {
     bad("XLAT_MOSAIC_MODE", " must be hugetlb or thp.");
   cfg->best_effort = env_flag("XLAT_MOSAIC_BEST_EFFORT");
   cfg->verbose = env_flag("XLAT_MOSAIC_VERBOSE");
-  cfg->report_dir = getenv("XLAT_MOSAIC_REPORT");
-  if (cfg->report_dir && !*cfg->report_dir) cfg->report_dir = NULL;
 
   static const struct {
     const char *var, *name;

@@ -28,6 +28,10 @@ static inline int mos_os_mprotect(void *addr, size_t len, int prot) {
 static inline int mos_os_madvise(void *addr, size_t len, int advice) {
   return (int)syscall(SYS_madvise, addr, len, advice);
 }
+/* Precondition: addr 4KiB aligned; vec holds one byte per 4KiB page of [addr, addr+len). */
+static inline int mos_os_mincore(void *addr, size_t len, unsigned char *vec) {
+  return (int)syscall(SYS_mincore, addr, len, vec);
+}
 static inline void *mos_os_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr) {
   long r = syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
   return r == -1 ? MAP_FAILED : (void *)r;

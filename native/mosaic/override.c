@@ -3,8 +3,11 @@
  * glibc 2.36 has no __morecore hook, so the whole malloc family is replaced (glibc documents which
  * functions a replacement must provide: "Replacing malloc" in the glibc manual).  The system-call
  * wrappers are interposed for programs that call them directly; glibc's own internal calls (thread
- * stacks, ld.so) use hidden aliases and still reach the kernel, as they did with Mosalloc. */
+ * stacks, ld.so, posix_spawn's exec) use hidden aliases and still reach the kernel, as they did with
+ * Mosalloc. */
+#include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -112,18 +115,80 @@ EXPORT int brk(void *addr) {
   return mos_brk(addr);
 }
 
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25
-#endif
-
-/* The layout decides the page sizes in the pools, so a program's own transparent-huge-page advice
- * there is accepted and ignored (NumPy, for one, advises MADV_HUGEPAGE on every large array, which
- * would put THPs outside the windows); other advice, and advice elsewhere, reaches the kernel. */
+/* DONTNEED, FREE, REMOVE and THP advice on pool memory are emulated (pool.c, mos_madvise). */
 EXPORT int madvise(void *addr, size_t len, int advice) {
-  if (mos_pools_ready && (advice == MADV_HUGEPAGE || advice == MADV_NOHUGEPAGE || advice == MADV_COLLAPSE) && len &&
-      (mos_pool_of((uintptr_t)addr) || mos_pool_of((uintptr_t)addr + len - 1)))
-    return 0;
-  return mos_os_madvise(addr, len, advice);
+  if (!mos_pools_ready) return mos_os_madvise(addr, len, advice);
+  return mos_madvise(addr, len, advice);
+}
+
+/* ---- exec ---------------------------------------------------------------------------------------- */
+
+/* Before the image is replaced, the report directory learns that this process exec'd (event
+ * "exec"): a program that does not load the library (static, or run with a cleared environment as
+ * by `env -i`) then shows up as such in `xlat run --verify`, not as a process that vanished.  If
+ * the exec fails, the map says "start" again.  The exec itself is the kernel's (execve, execv) or
+ * glibc's own (the path searches of execvp and execvpe, looked up once with dlsym). */
+extern char **environ;
+
+static int exec_done(int r) {
+  int e = errno;
+  mos_report_write(NULL);
+  errno = e;
+  return r;
+}
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+  mos_report_exec(path);
+  return exec_done((int)syscall(SYS_execve, path, argv, envp));
+}
+EXPORT int execv(const char *path, char *const argv[]) { return execve(path, argv, environ); }
+
+typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
+static execvpe_fn real_execvpe(void) {
+  static execvpe_fn f;
+  if (!f) f = (execvpe_fn)dlsym(RTLD_NEXT, "execvpe");
+  return f;
+}
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+  execvpe_fn f = real_execvpe();
+  if (!f) {
+    errno = ENOSYS;
+    return -1;
+  }
+  mos_report_exec(file);
+  return exec_done(f(file, argv, envp));
+}
+/* resolved while the process starts, not in a vfork child */
+__attribute__((constructor)) static void resolve_exec(void) { real_execvpe(); }
+EXPORT int execvp(const char *file, char *const argv[]) { return execvpe(file, argv, environ); }
+
+/* execl, execlp, execle: the argument list as an array on the stack, as glibc does */
+#define COLLECT_ARGS(arg0, ap, argv, extra)                                   \
+  size_t n_ = 1;                                                              \
+  va_start(ap, arg0);                                                         \
+  while (va_arg(ap, char *)) n_++;                                            \
+  va_end(ap);                                                                 \
+  char *argv[n_ + 1];                                                         \
+  argv[0] = (char *)(arg0);                                                   \
+  va_start(ap, arg0);                                                         \
+  for (size_t i_ = 1; i_ <= n_; i_++) argv[i_] = va_arg(ap, char *);          \
+  extra;                                                                      \
+  va_end(ap)
+
+EXPORT int execl(const char *path, const char *arg, ...) {
+  va_list ap;
+  COLLECT_ARGS(arg, ap, argv, (void)0);
+  return execve(path, argv, environ);
+}
+EXPORT int execlp(const char *file, const char *arg, ...) {
+  va_list ap;
+  COLLECT_ARGS(arg, ap, argv, (void)0);
+  return execvpe(file, argv, environ);
+}
+EXPORT int execle(const char *path, const char *arg, ...) {
+  va_list ap;
+  char **envp;
+  COLLECT_ARGS(arg, ap, argv, envp = va_arg(ap, char **));
+  return execve(path, argv, envp);
 }
 
 /* ---- process exit ----------------------------------------------------------------------------------- */
@@ -131,6 +196,7 @@ EXPORT int madvise(void *addr, size_t len, int advice) {
 /* Programs that end with _exit (shells such as dash do) skip destructors; the exit report (the smaps
  * snapshot behind `xlat run --verify`) is written here for them. */
 EXPORT void _exit(int status) {
+  mos_exit_status = status & 0xff;
   mos_report_write("exit");
   mos_os_exit(status);
 }

@@ -13,9 +13,11 @@
  *   anon pool: first fit over a sorted set of free ranges (the paper chose first fit, V);
  *   file pool: a PROT_NONE reservation into which file mappings are placed (4KB pages only: the page
  *              cache is 4KB), so that their addresses, like everything else, follow the layout.
- * Memory returned to a pool is zeroed at once (MADV_DONTNEED for 4KB pages, memset inside huge
- * windows, where DONTNEED would split a transparent huge page or give a hugetlb page back), so that
- * the next anonymous mapping sees zero-filled memory exactly as from the kernel. */
+ * Memory returned to a pool is zeroed at once (mos_zero_range: MADV_DONTNEED for 4KB pages and
+ * whole transparent 2MB pages, memset of the resident pages elsewhere in huge windows, where
+ * DONTNEED would split a transparent huge page or give a hugetlb page back), so that the next
+ * anonymous mapping sees zero-filled memory exactly as from the kernel; madvise(MADV_DONTNEED) on
+ * pool memory does the same (advise.c). */
 #include <errno.h>
 #include <linux/mman.h>
 #include <string.h>
@@ -61,7 +63,7 @@ static bool rs_reserve(mos_rangeset_t *s, size_t extra) {
 }
 
 /* index of the first range whose end is > a */
-static size_t rs_lower(const mos_rangeset_t *s, uintptr_t a) {
+size_t mos_rs_lower(const mos_rangeset_t *s, uintptr_t a) {
   size_t lo = 0, hi = s->n;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
@@ -103,7 +105,7 @@ static bool rs_insert(mos_rangeset_t *s, uintptr_t a, uintptr_t b) {
 static bool rs_remove(mos_rangeset_t *s, uintptr_t a, uintptr_t b) {
   if (a >= b) return true;
   if (!rs_reserve(s, 1)) return false;
-  size_t i = rs_lower(s, a);
+  size_t i = mos_rs_lower(s, a);
   while (i < s->n && s->r[i].start < b) {
     mos_range_t *r = &s->r[i];
     if (r->start < a && r->end > b) { /* split in two */
@@ -122,12 +124,12 @@ static bool rs_remove(mos_rangeset_t *s, uintptr_t a, uintptr_t b) {
 }
 
 static bool rs_covers(const mos_rangeset_t *s, uintptr_t a, uintptr_t b) {
-  size_t i = rs_lower(s, a);
+  size_t i = mos_rs_lower(s, a);
   return i < s->n && s->r[i].start <= a && s->r[i].end >= b;
 }
 
 static bool rs_overlaps(const mos_rangeset_t *s, uintptr_t a, uintptr_t b) {
-  size_t i = rs_lower(s, a);
+  size_t i = mos_rs_lower(s, a);
   return i < s->n && s->r[i].start < b;
 }
 
@@ -138,7 +140,7 @@ typedef void (*mos_part_fn)(mos_pool_t *, uintptr_t, uintptr_t);
 static void rs_each_gap(mos_pool_t *p, const mos_rangeset_t *s, uintptr_t a, uintptr_t b, mos_part_fn fn) {
   uintptr_t cur = a;
   while (cur < b) {
-    size_t i = rs_lower(s, cur); /* first range ending after cur */
+    size_t i = mos_rs_lower(s, cur); /* first range ending after cur */
     if (i < s->n && s->r[i].start <= cur) {
       cur = s->r[i].end; /* cur is free: skip the free range */
       continue;
@@ -179,34 +181,88 @@ static uintptr_t piece_end(const mos_pool_t *p, uintptr_t addr, uintptr_t limit)
   return e < limit ? e : limit;
 }
 
-/* Zero [a,b) and make it read-write again, as if freshly mapped; a and b are 4KiB aligned. */
-static void release(mos_pool_t *p, uintptr_t a, uintptr_t b) {
+/* Zero [s,e), resident: in place if the program left it writable (MADV_POPULATE_WRITE succeeds on
+ * resident writable memory without changing it, and fails with EFAULT instead of faulting where the
+ * program made it read-only or PROT_NONE, as runtimes do to decommit memory); otherwise the kernel
+ * drops it (DONTNEED: on a hugetlb range that works on whole pages, which is what mprotect allows
+ * there). */
+static void zero_in_place(uintptr_t s, uintptr_t e) {
+  if (mos_os_madvise((void *)s, e - s, MADV_POPULATE_WRITE) == 0) memset((void *)s, 0, e - s);
+  else mos_os_madvise((void *)s, e - s, MADV_DONTNEED);
+}
+
+/* Zero the resident pages of [a,b) in granules of `unit` (a huge page for hugetlb, else 4KiB),
+ * leaving the protection alone: pages that were never touched (mincore says not resident) already
+ * read as zero, so a large untouched range costs no page faults.  a and b are 4KiB aligned. */
+static void zero_resident(uintptr_t a, uintptr_t b, size_t unit) {
+  unsigned char vec[512];
+  if (unit != MOS_PAGE_4K) {
+    for (uintptr_t g = down(a, unit); g < b; g += unit) {
+      uintptr_t s = g < a ? a : g, e = g + unit < b ? g + unit : b;
+      /* one 4KiB probe says whether the huge page is there; if mincore fails, zero anyway */
+      if (mos_os_mincore((void *)s, MOS_PAGE_4K, vec) != 0 || (vec[0] & 1)) zero_in_place(s, e);
+    }
+    return;
+  }
+  while (a < b) {
+    uintptr_t e = b - a > sizeof vec * MOS_PAGE_4K ? a + sizeof vec * MOS_PAGE_4K : b;
+    size_t n = (e - a) / MOS_PAGE_4K;
+    if (mos_os_mincore((void *)a, e - a, vec) != 0) memset(vec, 1, n);
+    for (size_t i = 0; i < n;) {
+      if (!(vec[i] & 1)) { i++; continue; }
+      size_t j = i;
+      while (j < n && (vec[j] & 1)) j++;
+      zero_in_place(a + i * MOS_PAGE_4K, a + j * MOS_PAGE_4K);
+      i = j;
+    }
+    a = e;
+  }
+}
+
+/* Zero [a,b) (pool-owned private memory, 4KiB aligned) the way each backing allows, without
+ * changing its page size: 4KB pages and whole transparent 2MB pages are dropped with MADV_DONTNEED
+ * (the next touch faults in a zero page, a 2MB one inside a thp window); parts of a transparent huge
+ * page and hugetlb pages are zeroed in place (DONTNEED would split the transparent page, or give the
+ * hugetlb page back to the kernel, whose reservation the layout relies on). */
+void mos_zero_range(mos_pool_t *p, uintptr_t a, uintptr_t b) {
   while (a < b) {
     uintptr_t e = piece_end(p, a, b);
     const mos_window_t *w = window_at(p, a);
     int backing = w ? w->backing : MOS_BACK_4K;
     if (backing == MOS_BACK_HUGETLB) {
-      /* hugetlb protections change only in whole huge pages; partial pages were never changed */
-      uintptr_t ia = up(a, w->page), ib = down(e, w->page);
-      if (ia < ib) mos_os_mprotect((void *)ia, ib - ia, RW);
-      memset((void *)a, 0, e - a);
+      zero_resident(a, e, w->page);
     } else if (backing == MOS_BACK_THP) {
-      mos_os_mprotect((void *)a, e - a, RW);
       uintptr_t ia = up(a, MOS_PAGE_2M), ib = down(e, MOS_PAGE_2M);
       if (ia < ib) {
-        /* whole 2MB pages can be dropped without splitting anything */
-        memset((void *)a, 0, ia - a);
+        zero_resident(a, ia, MOS_PAGE_4K);
         mos_os_madvise((void *)ia, ib - ia, MADV_DONTNEED);
-        memset((void *)ib, 0, e - ib);
+        zero_resident(ib, e, MOS_PAGE_4K);
       } else {
-        memset((void *)a, 0, e - a);
+        zero_resident(a, e, MOS_PAGE_4K);
       }
     } else {
-      mos_os_mprotect((void *)a, e - a, RW);
       mos_os_madvise((void *)a, e - a, MADV_DONTNEED);
     }
     a = e;
   }
+}
+
+/* Zero [a,b) and make it read-write again, as if freshly mapped; a and b are 4KiB aligned. */
+static void release(mos_pool_t *p, uintptr_t a, uintptr_t b) {
+  uintptr_t s = a;
+  while (s < b) {
+    uintptr_t e = piece_end(p, s, b);
+    const mos_window_t *w = window_at(p, s);
+    if (w && w->backing == MOS_BACK_HUGETLB) {
+      /* hugetlb protections change only in whole huge pages; partial pages were never changed */
+      uintptr_t ia = up(s, w->page), ib = down(e, w->page);
+      if (ia < ib) mos_os_mprotect((void *)ia, ib - ia, RW);
+    } else {
+      mos_os_mprotect((void *)s, e - s, RW);
+    }
+    s = e;
+  }
+  mos_zero_range(p, a, b);
 }
 
 /* ---- mapping the pools at start ---------------------------------------------------------------- */
@@ -440,7 +496,7 @@ static void free_part_plain(mos_pool_t *p, uintptr_t a, uintptr_t b) {
 }
 static void free_part_anon(mos_pool_t *p, uintptr_t a, uintptr_t b) {
   /* split [a,b) by the foreign set: foreign parts inside, plain parts in the gaps */
-  size_t i = rs_lower(&p->foreign, a);
+  size_t i = mos_rs_lower(&p->foreign, a);
   uintptr_t cur = a;
   while (cur < b) {
     if (i < p->foreign.n && p->foreign.r[i].start < b) {
@@ -448,7 +504,7 @@ static void free_part_anon(mos_pool_t *p, uintptr_t a, uintptr_t b) {
       uintptr_t fe = p->foreign.r[i].end < b ? p->foreign.r[i].end : b;
       if (fs > cur) free_part_plain(p, cur, fs);
       free_part_foreign(p, fs, fe); /* removes entry i (or a part of it) */
-      i = rs_lower(&p->foreign, fe);
+      i = mos_rs_lower(&p->foreign, fe);
       cur = fe;
     } else {
       free_part_plain(p, cur, b);
@@ -644,4 +700,11 @@ void *mos_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new
   memcpy(r, old, ob - a);
   mos_munmap(old, ob - a);
   return r;
+}
+
+/* The end of the piece of uniform backing that starts at addr (at most limit), and its backing. */
+uintptr_t mos_piece(const mos_pool_t *p, uintptr_t addr, uintptr_t limit, int *backing) {
+  const mos_window_t *w = window_at(p, addr);
+  *backing = w ? w->backing : MOS_BACK_4K;
+  return piece_end(p, addr, limit);
 }

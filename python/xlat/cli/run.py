@@ -72,7 +72,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--verify",
         action="store_true",
-        help="report per window the page sizes obtained (from smaps at exit); exit 3 if not honoured",
+        help="report, for every process of the run, the page sizes obtained per window (from smaps at "
+        "exit) and how it ended; exit 3 if the layout was not honoured or a process failed",
     )
     p.add_argument(
         "--best-effort",

@@ -20,7 +20,8 @@ def say(log: Callable[[str], None] | None, msg: str) -> None:
 
 def read_map(report_dir: str, pid: int | None = None):
     """The allocator's map report (:class:`xlat.mosaic.MapFile`) in ``report_dir``: of ``pid``, or
-    the only process's."""
+    of the program itself (the process whose parent left no map: forked and exec'd children of the
+    program write map files too)."""
     from xlat.mosaic import parse_map
 
     maps = sorted(Path(report_dir).glob("map.*"))
@@ -30,4 +31,6 @@ def read_map(report_dir: str, pid: int | None = None):
         raise ExperimentError(
             f"the mosaic allocator wrote no report in {report_dir} (did the program start?)."
         )
-    return parse_map(maps[0].read_text())
+    parsed = [parse_map(m.read_text()) for m in maps]
+    pids = {m.pid for m in parsed}
+    return next((m for m in parsed if m.ppid not in pids), parsed[0])

@@ -17,10 +17,11 @@ Nothing here imports :mod:`xlat._native`; this package works before the Rust ext
 from __future__ import annotations
 
 from xlat.mosaic.errors import EXIT_NOT_HONOURED, EXIT_USAGE, MosaicError
-from xlat.mosaic.hugepages import check_huge_pages, page_name, release, reserve, status
+from xlat.mosaic.hugepages import check_huge_pages, fork_note, page_name, release, reserve, status
 from xlat.mosaic.runner import library_path, mosaic_env, run
 from xlat.mosaic.verify import (
     MapFile,
+    RunReport,
     VerifyReport,
     Vma,
     WindowCheck,
@@ -29,6 +30,7 @@ from xlat.mosaic.verify import (
     parse_smaps,
     verify_live,
     verify_report,
+    verify_run,
 )
 
 __all__ = [
@@ -36,11 +38,13 @@ __all__ = [
     "EXIT_USAGE",
     "MapFile",
     "MosaicError",
+    "RunReport",
     "VerifyReport",
     "Vma",
     "WindowCheck",
     "check",
     "check_huge_pages",
+    "fork_note",
     "library_path",
     "mosaic_env",
     "page_name",
@@ -52,4 +56,5 @@ __all__ = [
     "status",
     "verify_live",
     "verify_report",
+    "verify_run",
 ]

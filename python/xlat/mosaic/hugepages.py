@@ -141,3 +141,32 @@ def check_huge_pages(layout: Layout, mode: str) -> None:
                 f"the layout needs {n} free {name} huge pages but only {avail} are available; run "
                 f"`xlat hugepages reserve {n - avail}{flag}` (as root) first."
             )
+
+
+def fork_note(layout: Layout, mode: str) -> str | None:
+    """One sentence for the user before a hugetlb-mode program starts, if the huge pages left over
+    beyond the layout's cannot cover a child process: a forked child shares the parent's hugetlb
+    pages copy-on-write and needs a free huge page for each one either of them writes after the
+    fork (Linux gives the parent priority and kills the child with SIGBUS when none is left), and an
+    exec'd child gets pools of its own that reserve the layout's pages again.  None if the spare
+    pages could back one more copy of the layout (or nothing uses hugetlb pages)."""
+    if mode != "hugetlb":
+        return None
+    need = layout.huge_pages_needed()
+    have = status()
+    short = []
+    for name, n in need.items():
+        if n:
+            spare = have.get(name, {}).get("available", 0) - n
+            if spare < n:
+                short.append((name, n, max(spare, 0)))
+    if not short:
+        return None
+    name, n, spare = short[0]
+    flag = "" if name == "2MB" else " --page 1GB"
+    return (
+        f"the layout takes {n} of the {n + spare} free {name} huge pages, so a forked child that "
+        f"writes to huge pages it shares with its parent is killed with SIGBUS once the {spare} spare "
+        f"ones are used up (each copy-on-write takes one), and an exec'd child needs {n} more; "
+        f"`xlat hugepages reserve {n - spare}{flag}` makes room for one such child."
+    )

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from xlat.layout import Layout, load_layout
 from xlat.mosaic.errors import EXIT_NOT_HONOURED, MosaicError
-from xlat.mosaic.hugepages import check_huge_pages
-from xlat.mosaic.verify import verify_report
+from xlat.mosaic.hugepages import check_huge_pages, fork_note
+from xlat.mosaic.verify import verify_run
 
 
 def library_path() -> Path:
@@ -74,9 +74,11 @@ def run(
     stderr=None,
 ) -> int:
     """Run ``argv`` with its memory backed by ``layout``; returns the program's exit status
-    (128 + N if killed by signal N).  With ``verify``, a per-window report goes to ``report_to``
-    (default stderr), the :class:`VerifyReport` is appended to ``reports`` if given, and a program
-    that succeeded but did not get its layout returns 3.  ``stdout``/``stderr`` go to the program.
+    (128 + N if killed by signal N).  With ``verify``, every process of the run that loaded the
+    library (the program, and each process it forked or exec'd) is checked: a per-window report of
+    each goes to ``report_to`` (default stderr), their :class:`VerifyReport` objects are appended to
+    ``reports`` if given (the program's first), and a program that succeeded returns 3 if the layout
+    was not honoured in some process or some process failed.  ``stdout``/``stderr`` go to the program.
 
     Raises :class:`MosaicError` or :class:`LayoutError` (one sentence) before the program starts
     if it cannot be run as asked."""
@@ -86,6 +88,9 @@ def run(
         raise MosaicError("no program was given to run.")
     if not best_effort:
         check_huge_pages(layout, mode)
+        note = fork_note(layout, mode)
+        if note:
+            print(f"xlat: note: {note}", file=sys.stderr)
     elif mode not in ("hugetlb", "thp"):
         raise MosaicError(f"mode {mode!r} is not hugetlb or thp.")
     prog = _resolve_program(argv[0])
@@ -107,11 +112,11 @@ def run(
         if rc < 0:
             rc = 128 - rc
         if verify:
-            rep = verify_report(report_dir, proc.pid, layout, mode)
-            print(rep.format(), file=report_to or sys.stderr, end="")
+            run_rep = verify_run(report_dir, proc.pid, rc, layout, mode)
+            print(run_rep.format(), file=report_to or sys.stderr, end="")
             if reports is not None:
-                reports.append(rep)
-            if not rep.honoured and rc == 0:
+                reports.extend(run_rep.processes)
+            if not run_rep.honoured and rc == 0:
                 rc = EXIT_NOT_HONOURED
         return rc
     finally:

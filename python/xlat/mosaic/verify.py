@@ -56,16 +56,38 @@ class MapFile:
     mode: str
     pools: dict[str, dict[str, int]]
     windows: dict[tuple[str, int], dict]  # (pool, offset) -> window info
+    #: what the library last recorded: "start" (still running, or it ended without exiting:
+    #: killed, or exec'd a program without the library), "exit", "demand" or "fatal"
+    event: str = "start"
+    #: the status passed to exit()/_exit() (or returned by main), 127 for "fatal"; None if unknown
+    status: int | None = None
+    exe: str = ""
+    ppid: int = 0
+    #: the library's sentence for a "fatal" event
+    message: str = ""
+    #: the program an "exec" event replaced the process with
+    target: str = ""
 
 
 def parse_map(text: str) -> MapFile:
     pid, mode, pools, windows = 0, "hugetlb", {}, {}
+    extra: dict = {}
     for line in text.splitlines():
         f = line.split()
         if not f or f[0].startswith("#"):
             continue
         if f[0] == "pid":
             pid = int(f[1])
+        elif f[0] == "ppid":
+            extra["ppid"] = int(f[1])
+        elif f[0] == "exe":
+            extra["exe"] = line.partition(" ")[2]
+        elif f[0] == "event":
+            extra["event"] = f[1]
+        elif f[0] == "status":
+            extra["status"] = int(f[1])
+        elif f[0] in ("message", "target"):
+            extra[f[0]] = line.partition(" ")[2]
         elif f[0] == "mode":
             mode = f[1]
         elif f[0] == "pool":
@@ -84,7 +106,7 @@ def parse_map(text: str) -> MapFile:
                 "backing": f[5],
                 "start": int(f[6]),
             }
-    return MapFile(pid, mode, pools, windows)
+    return MapFile(pid, mode, pools, windows, **extra)
 
 
 @dataclass
@@ -113,13 +135,32 @@ class VerifyReport:
     problems: list[str] = field(default_factory=list)
     #: per pool, the highest offset ever handed out (how much of the pool the program reached)
     used: dict[str, int] = field(default_factory=dict)
+    #: the executable (from the library's map file; empty if unknown)
+    exe: str = ""
+    #: how the process ended, one phrase ("exit status 0", "killed by signal 7 (SIGBUS)", ...)
+    ending: str = ""
+    #: True if the process did not end with status 0 (including killed, stopped by the library,
+    #: or ended without an exit report); False if it exited with 0 or is still running
+    failed: bool = False
 
     @property
     def honoured(self) -> bool:
+        """The layout held in this process (page sizes per window, nothing outside the pools)."""
         return not self.problems and all(c.honoured for c in self.checks)
 
-    def format(self) -> str:
-        lines = [f"xlat verify: pid {self.pid}, mode {self.mode}, layout '{self.layout_name}'"]
+    def title(self) -> str:
+        """``pid 12 (cc1): exit status 1``, short, for the run's verdict."""
+        name = f" ({Path(self.exe).name})" if self.exe else ""
+        ending = f": {self.ending}" if self.ending else ""
+        return f"pid {self.pid}{name}{ending}"
+
+    def format(self, verdict: bool = True) -> str:
+        """The per-window table.  The last line is this process's verdict, or with
+        ``verdict=False`` (one process of several: the run's verdict comes after them all) its
+        result, which never says "honoured" by itself."""
+        name = f" ({self.exe})" if self.exe else ""
+        ending = f", {self.ending}" if self.ending else ""
+        lines = [f"xlat verify: pid {self.pid}{name}{ending}, mode {self.mode}, layout '{self.layout_name}'"]
         hdr = (
             f"  {'pool':5} {'window':6} {'offset':>8} {'length':>8} {'asked':>5}  {'obtained':22} "
             f"{'rss':>10} {'anon-huge':>10} {'hugetlb':>10}  status"
@@ -143,7 +184,16 @@ class VerifyReport:
             )
         for p in self.problems:
             lines.append(f"  problem: {p}")
-        lines.append("  verdict: layout honoured" if self.honoured else "  verdict: layout NOT honoured")
+        head = "  verdict: " if verdict else "  result: "
+        held = "pages as laid out" if self.honoured else "layout NOT honoured"
+        if not self.checks and not self.problems:
+            held = "no pages to check"
+        if self.failed:
+            lines.append(f"{head}process FAILED ({self.ending}); {held}")
+        elif verdict and self.honoured:
+            lines.append(f"{head}layout honoured")
+        else:
+            lines.append(head + held)
         return "\n".join(lines) + "\n"
 
 
@@ -250,6 +300,126 @@ def check(map_text: str, smaps_text: str, layout: Layout, mode: str | None = Non
     return rep
 
 
+@dataclass
+class RunReport:
+    """Every process of one ``xlat run``: the program, and each process it forked or exec'd that
+    loaded the library (in the order of their pids, the program first)."""
+
+    processes: list[VerifyReport]
+    #: processes still running when the program ended (pid, executable): not verified
+    running: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[VerifyReport]:
+        return [r for r in self.processes if r.failed]
+
+    @property
+    def not_honoured(self) -> list[VerifyReport]:
+        return [r for r in self.processes if not r.honoured]
+
+    @property
+    def honoured(self) -> bool:
+        """True only if every process exited with status 0 and got its layout."""
+        return not self.failed and not self.not_honoured
+
+    def verdict(self) -> str:
+        n = len(self.processes)
+        if self.honoured:
+            text = "layout honoured" + (f" in all {n} processes" if n > 1 else "")
+        else:
+            parts = []
+            if self.failed:
+                parts.append(
+                    f"run FAILED: {len(self.failed)} of {n} processes failed ("
+                    + "; ".join(r.title() for r in self.failed)
+                    + ")"
+                )
+            if self.not_honoured:
+                parts.append(
+                    f"layout NOT honoured in {len(self.not_honoured)} of {n} processes ("
+                    + ", ".join(f"pid {r.pid}" for r in self.not_honoured)
+                    + ")"
+                )
+            text = "; ".join(parts)
+        if self.running:
+            text += (
+                f" ({len(self.running)} still running when the program ended, not verified: "
+                + ", ".join(f"pid {pid} ({exe})" if exe else f"pid {pid}" for pid, exe in self.running)
+                + ")"
+            )
+        return text
+
+    def format(self) -> str:
+        single = len(self.processes) == 1 and not self.running
+        out = "".join(r.format(verdict=single) for r in self.processes)
+        if not single:
+            out += f"xlat verify: {len(self.processes)} processes: verdict: {self.verdict()}\n"
+        return out
+
+
+_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE"}
+_SIGNALS.update({9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM"})
+
+
+def _ending(m: MapFile | None, rc: int | None) -> tuple[str, bool]:
+    """How a process ended, and whether that is a failure.  ``rc`` is the status its parent saw
+    (128 + N for signal N), known for the program itself only."""
+    if m is not None and m.event == "exec" and rc is None:
+        return "replaced by a program without the library", False
+    if m is not None and m.event == "fatal":
+        return f"stopped before it ran: {m.message.rstrip('.') or 'exit status 127'}", True
+    if rc is not None and rc > 128:
+        sig = rc - 128
+        return f"killed by signal {sig}" + (f" ({_SIGNALS[sig]})" if sig in _SIGNALS else ""), True
+    status = rc if rc is not None else (m.status if m is not None and m.event == "exit" else None)
+    if status is None:
+        return "ended without an exit report", True
+    return f"exit status {status}", status != 0
+
+
+def _alive(pid: int, exe: str) -> bool:
+    try:
+        return not exe or Path(f"/proc/{pid}/exe").resolve() == Path(exe)
+    except OSError:
+        return False
+
+
+def verify_run(
+    report_dir: str | Path, top_pid: int, top_rc: int, layout: Layout, mode: str | None = None
+) -> RunReport:
+    """Verify every process that left a map file in ``report_dir`` (the library writes one per
+    process: the program, forked children, exec'd images); ``top_rc`` is the program's own exit
+    status (128 + N if killed by signal N)."""
+    d = Path(report_dir)
+    pids = sorted(int(p.name.split(".", 1)[1]) for p in d.glob("map.*") if p.name.split(".", 1)[1].isdigit())
+    if top_pid not in pids:
+        pids.insert(0, top_pid)
+    else:
+        pids.remove(top_pid)
+        pids.insert(0, top_pid)
+    run = RunReport([])
+    for pid in pids:
+        mp = d / f"map.{pid}"
+        m = parse_map(mp.read_text()) if mp.exists() else None
+        if pid != top_pid and m is not None and m.event == "start" and Path(f"/proc/{pid}").exists():
+            if _alive(pid, m.exe):
+                run.running.append((pid, m.exe))
+                continue
+        if m is not None and m.event in ("fatal", "exec"):
+            rep = VerifyReport(pid=pid, mode=mode or m.mode, layout_name=layout.name or layout.source)
+            if m.event == "exec":
+                rep.problems.append(
+                    f"it exec'd {m.target or 'a program'}, which did not load the library (statically "
+                    "linked, or run with a cleared environment): that program ran without the layout."
+                )
+        else:
+            rep = verify_report(d, pid, layout, mode)
+        rep.exe = m.exe if m is not None else ""
+        rep.ending, rep.failed = _ending(m, top_rc if pid == top_pid else None)
+        run.processes.append(rep)
+    return run
+
+
 def verify_report(report_dir: str | Path, pid: int, layout: Layout, mode: str | None = None) -> VerifyReport:
     """Verify the process ``pid`` from the files its library wrote into ``report_dir`` at exit."""
     d = Path(report_dir)
@@ -257,8 +427,8 @@ def verify_report(report_dir: str | Path, pid: int, layout: Layout, mode: str | 
     if not mp.exists() or not sm.exists():
         rep = VerifyReport(pid=pid, mode=mode or "?", layout_name=layout.name or layout.source)
         rep.problems.append(
-            "the program left no smaps snapshot (it ended without exit(), e.g. killed or _exit(), or "
-            "was not dynamically linked)."
+            "the process left no smaps snapshot (it did not end with exit(): it was killed by a "
+            "signal, exec'd a program that does not load the library, or was not dynamically linked)."
         )
         return rep
     return check(mp.read_text(), sm.read_text(), layout, mode)
