@@ -197,15 +197,20 @@ fn spatial_and_temporal_loss_over_windows_by_hand() {
 #[test]
 fn a_last_partial_window_counts_its_own_epochs() {
     let mut b = Batch::default();
-    // Three epochs of 10 instructions, page 0 in each; windows of 2: [0, 1] and [2].
+    // Three epochs of 10 instructions, page 0 in each, page 1 in the first only.
+    acc(&mut b, BASE + 4096, 0, AccessKind::Load); // instruction 1
     for e in 0..3 {
-        acc(&mut b, BASE, 10 * e, AccessKind::Load); // instructions 1, 11, 21
+        acc(&mut b, BASE, 1 + 10 * e, AccessKind::Load); // instructions 2, 12, 22
     }
-    let r = run(cfg(10, &[2]), &b);
-    assert_eq!((r.epochs, r.scales[0].samples), (3, 2));
-    // Page 0 is set in every epoch of both windows: no temporal loss (the last window has one
-    // epoch, not two).
-    assert_eq!(r.scales[0].temporal_accessed, 0.0);
+    let r = run(cfg(10, &[2, 8]), &b);
+    assert_eq!((r.epochs, r.scales[0].samples, r.scales[1].samples), (3, 2, 1));
+    // Windows of 2: [0, 1] has {0,1} over 2 epochs with 2 + 1 bits set: 1 wrong pair; [2] has
+    // {0} over its one epoch: none. Pairs: 512 x 2 + 512 x 1.
+    close(r.scales[0].temporal_accessed, 1.0 / 1536.0);
+    // A window of 8 is the whole run, 3 epochs: {0,1} x 3 - (2 + 1 + 1) = 2 wrong of 512 x 3.
+    close(r.scales[1].temporal_accessed, 2.0 / 1536.0);
+    close(r.scales[1].temporal_accessed_per_set_bit, 2.0 / 6.0);
+    close(r.scales[1].spatial_accessed[0], 510.0 / 512.0);
 }
 
 #[test]

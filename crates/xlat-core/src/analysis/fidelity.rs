@@ -13,8 +13,11 @@
 //!   the fidelity loss of the window's accumulated bits, as above. *Temporal* loss: the fraction
 //!   of (4KB bit, base epoch) pairs of the window in which the window's 4KB bit is wrong about
 //!   that epoch's bit (set over the window, clear in that epoch), i.e.
-//!   `(k * popcount(OR) - sum of the epochs' popcounts) / (512 k)`; *temporal per set bit*
-//!   divides by `k * popcount(OR)` instead (the share of epochs a set bit misdescribes).
+//!   `(k * popcount(OR) - sum of the epochs' popcounts) / (512 k)`, summed over the samples
+//!   of all windows and divided by their pairs; *temporal per set bit* is the mean over samples
+//!   with a set bit of the same count divided by `k * popcount(OR)` (the share of epochs a set
+//!   bit misdescribes). The last window stops at the run's last epoch (a window longer than the
+//!   run is the run), and its k is the epochs it covers.
 //!
 //! Samples are the (region, epoch) pairs with at least one access; dirty statistics use the same
 //! samples (a region read but not written has an all-clear dirty vector, which one bit describes
@@ -329,6 +332,8 @@ struct Scale {
     spatial_d: Vec<u64>,
     temporal_a: u64,
     temporal_d: u64,
+    /// (4KB bit, base epoch) pairs of the finished windows' samples: 512 k each.
+    pairs: u64,
     per_set_a: (f64, u64),
     per_set_d: (f64, u64),
 }
@@ -345,6 +350,7 @@ impl Scale {
             spatial_d: vec![0; ng],
             temporal_a: 0,
             temporal_d: 0,
+            pairs: 0,
             per_set_a: (0.0, 0),
             per_set_d: (0.0, 0),
         }
@@ -375,6 +381,7 @@ impl Scale {
         for r in &self.regions {
             debug_assert!(r.key != NO_KEY);
             self.samples += 1;
+            self.pairs += BITS * k;
             let (ca, cd) = (coarse_all(&r.a), coarse_all(&r.d));
             for (j, &g) in gs.iter().enumerate() {
                 self.spatial_a[j] += wrong_bits(&r.a, &ca[level(g)], g);
@@ -400,7 +407,7 @@ impl Scale {
     fn stats(&self, epoch: u64) -> ScaleStats {
         let n = self.samples.max(1) as f64;
         let mean = |w: u64| w as f64 / n / BITS as f64;
-        let pairs = |w: u64| w as f64 / n / BITS as f64 / self.k as f64;
+        let pairs = |w: u64| w as f64 / self.pairs.max(1) as f64;
         let per = |(s, c): (f64, u64)| if c == 0 { 0.0 } else { s / c as f64 };
         ScaleStats {
             epoch: epoch * self.k,
@@ -408,8 +415,7 @@ impl Scale {
             samples: self.samples,
             spatial_accessed: self.spatial_a.iter().map(|&w| mean(w)).collect(),
             spatial_dirty: self.spatial_d.iter().map(|&w| mean(w)).collect(),
-            // (The last window may be shorter: its pairs are counted over its own epochs, a
-            // small bias on the mean only when it holds many of the samples.)
+            // (Over all pairs: a last, shorter window counts its own epochs only.)
             temporal_accessed: pairs(self.temporal_a),
             temporal_dirty: pairs(self.temporal_d),
             temporal_accessed_per_set_bit: per(self.per_set_a),
