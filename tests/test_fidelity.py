@@ -107,3 +107,65 @@ def test_cli_bad_input_exits_non_zero(xlat_cli):
     p = xlat_cli("fidelity", "workload:gups?accesses=10", "--epoch", "0", check=False)
     assert p.returncode == 1
     assert p.stderr == "xlat: error: the epoch must be at least 1 instruction, not 0\n"
+
+
+def _reference(accesses: list[tuple[int, str, int]], epoch: int, k: int):
+    """An independent, naive reading of docs/prism.md: per (region, epoch) sets of pages; loss
+    per G by counting pages; distinct coarse vectors as tuples; windows of k epochs."""
+    first = accesses[0][0]
+    epochs: dict[int, dict[int, tuple[set, set]]] = {}
+    for ic, kind, addr in accesses:
+        e = (ic - first) // epoch  # instruction n = ic - first + 1: epoch (n - 1) // N
+        region, page = addr >> 21, (addr >> 12) & 511
+        a, d = epochs.setdefault(e, {}).setdefault(region, (set(), set()))
+        a.add(page)
+        if kind == "S":
+            d.add(page)
+    out = {}
+    for t in (0, 1):
+        for g in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
+            s = 512 // g
+            losses, vecs = [], set()
+            for regions in epochs.values():
+                for pair in regions.values():
+                    coarse = tuple(any(p // s == j for p in pair[t]) for j in range(g))
+                    vecs.add(coarse)
+                    losses.append((s * sum(coarse) - len(pair[t])) / 512)
+            out[(t, g)] = (sum(losses) / len(losses), len(vecs))
+    # Temporal loss over windows of k epochs (pooled over pairs).
+    n_epochs = max(epochs) + 1
+    wrong = pairs = 0
+    for w in range(0, n_epochs, k):
+        kw = min(k, n_epochs - w)
+        union: dict[int, list] = {}
+        for e in range(w, w + kw):
+            for region, (a, _) in epochs.get(e, {}).items():
+                union.setdefault(region, []).append(a)
+        for sets in union.values():
+            ored = set().union(*sets)
+            wrong += kw * len(ored) - sum(len(x) for x in sets)
+            pairs += 512 * kw
+    return out, wrong / pairs
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_matches_a_naive_reference_on_random_traces(tmp_path, seed):
+    import random
+
+    rng = random.Random(seed)
+    accesses, ic = [], 0
+    for _ in range(3000):
+        ic += rng.randint(1, 3)
+        region = rng.randint(0, 3)
+        # Clustered pages in some regions, scattered in others.
+        page = rng.randint(0, 40) if region < 2 else rng.randint(0, 511)
+        accesses.append((ic, rng.choice("LLS"), BASE + region * REGION + page * 4096 + rng.randint(0, 4095)))
+    spec = text_trace(tmp_path, accesses)
+    r = analyze(spec, epoch=500, epochs=[500, 2000])
+    ref, temporal = _reference(accesses, 500, 4)
+    for (t, g), (mean, distinct) in ref.items():
+        kind = ("accessed", "dirty")[t]
+        s = next(s for s in r.data[kind] if s["g"] == g)
+        assert s["mean"] == pytest.approx(mean, abs=1e-12), (kind, g)
+        assert s["distinct"] == distinct, (kind, g)
+    assert r.data["scales"][1]["temporal_accessed"] == pytest.approx(temporal, abs=1e-12)
