@@ -14,6 +14,7 @@
 //! assert!(r.counters["walker.walks"] <= r.counters["tlb_level1.data.misses"]);
 //! ```
 
+pub mod analysis;
 pub mod array;
 pub mod config;
 pub mod host;

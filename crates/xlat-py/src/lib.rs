@@ -308,6 +308,34 @@ fn trace_info(py: Python<'_>, spec: &str, progress: bool) -> PyResult<String> {
     .map_err(to_py)
 }
 
+/// The fidelity analysis of `spec` (`xlat_core::analysis::fidelity`) as a JSON string: epoch
+/// length and window lengths in instructions, granularities in bits per 2MB page.
+#[pyfunction]
+#[pyo3(signature = (spec, epoch, granularities, scales, progress=false))]
+fn fidelity(
+    py: Python<'_>,
+    spec: &str,
+    epoch: u64,
+    granularities: Vec<u32>,
+    scales: Vec<u64>,
+    progress: bool,
+) -> PyResult<String> {
+    use xlat_core::analysis::fidelity::{analyze, FidelityConfig, FidelityError};
+    let cfg = FidelityConfig { epoch, granularities, scales };
+    cfg.validate().map_err(|e| ConfigError::new_err(e.to_string()))?;
+    let pipeline = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+    let mut src = xlat_core::sim::open_source(spec, pipeline).map_err(sim_to_py)?;
+    let r = py.allow_threads(move || {
+        let bar = Progress::new(progress, src.as_ref(), "analysing");
+        analyze(src.as_mut(), &cfg, |s| bar.update(s))
+    });
+    match r {
+        Ok(r) => Ok(r.to_json()),
+        Err(FidelityError::Trace(e)) => Err(to_py(e)),
+        Err(e @ FidelityError::Config(_)) => Err(ConfigError::new_err(e.to_string())),
+    }
+}
+
 /// The workload catalogue as a JSON string.
 #[pyfunction]
 fn workloads() -> String {
@@ -484,6 +512,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_accesses, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(fidelity, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(record_trace, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

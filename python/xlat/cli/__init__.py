@@ -1,7 +1,7 @@
 """The ``xlat`` command line: one entry point, one subcommand per job.
 
 Each command lives in its own module here (``workloads``, ``trace_info``, ``convert`` (and
-``import``), ``sim``, ``rmm``, ``demo``, ``run`` (and ``hugepages``), ``trace``, ``experiment``,
+``import``), ``sim``, ``rmm``, ``fidelity``, ``demo``, ``run`` (and ``hugepages``), ``trace``, ``experiment``,
 ``contiguity``), and
 registers its parser with a ``register`` function; :mod:`xlat.cli.common` holds what they share.
 
@@ -29,6 +29,7 @@ examples:
   xlat trace-info bfs.xlat --json
   xlat sim bfs.xlat
   xlat sim --cpu skylake --policies 4k,thp bfs.xlat --json out.json
+  xlat fidelity xz.xlat --epoch 10000000   # access/dirty bits at G bits per 2MB page
   xlat contiguity --pid 1234              # ranges of contiguous pages in a live process (root)
 """
 
@@ -36,7 +37,19 @@ examples:
 def build_parser() -> argparse.ArgumentParser:
     # Imported here, not at the top: `python -m xlat.mosaic` imports this package for xlat.cli.run,
     # and must work without the Rust extension, which the other commands import.
-    from xlat.cli import contiguity, convert, demo, experiment, rmm, run, sim, trace, trace_info, workloads
+    from xlat.cli import (
+        contiguity,
+        convert,
+        demo,
+        experiment,
+        fidelity,
+        rmm,
+        run,
+        sim,
+        trace,
+        trace_info,
+        workloads,
+    )
 
     common = argparse.ArgumentParser(add_help=False)
     add_progress_flags(common)
@@ -55,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.register_convert(sub, common)
     sim.register(sub, common)
     rmm.register(sub, common)  # Redundant Memory Mappings against its baselines
+    fidelity.register(sub, common)  # access/dirty-bit fidelity at G bits per 2MB page (PRISM)
     demo.register(sub, common)
     run.register(sub)  # run and hugepages (the mosaic allocator)
     trace.register(sub)  # trace (real programs under QEMU)

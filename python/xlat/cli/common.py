@@ -61,6 +61,17 @@ def table(rows: list[tuple[str, str]]) -> str:
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
+def grid(header: list[str], rows: list[list[str]]) -> str:
+    """Several columns under a header: the first left-aligned, the others right-aligned."""
+    lines = [header, *rows]
+    widths = [max(len(r[i]) for r in lines) for i in range(len(header))]
+    out = []
+    for r in lines:
+        cells = [f"{r[0]:<{widths[0]}}"] + [f"{c:>{w}}" for c, w in zip(r[1:], widths[1:], strict=True)]
+        out.append("  ".join(cells).rstrip())
+    return "\n".join(out)
+
+
 def error(msg: object) -> None:
     """Print ``msg`` as the one line a user error gets."""
     print(f"xlat: error: {msg}", file=sys.stderr)

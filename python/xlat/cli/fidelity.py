@@ -1,0 +1,159 @@
+"""``xlat fidelity``: how well G access/dirty bits per 2MB page approximate the 4KB bits
+(PRISM, seed 004 Section 3), per epoch, on one trace or workload."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from xlat.cli.common import CliError, grid, print_json, progress, table
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, not {text!r}") from None
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def summary_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        ("trace", d["trace"]),
+        ("accesses", f"{d['accesses']:,} ({d['stores']:,} stores)"),
+        ("instructions", f"{d['instructions']:,}"),
+        (
+            "epoch",
+            f"{d['epoch']:,} instructions: {d['epochs']:,} epochs, {d['active_epochs']:,} with accesses",
+        ),
+        ("2MB regions touched", f"{d['regions']:,}"),
+        ("samples (region, epoch)", f"{d['samples']:,} ({d['dirty_samples']:,} with a dirty bit)"),
+    ]
+
+
+def loss_table(d: dict[str, Any]) -> str:
+    header = ["G bits/2MB", "A loss %", "A std %", "A entropy", "D loss %", "D std %", "D entropy"]
+    rows = []
+    for a, dd in zip(d["accessed"], d["dirty"], strict=True):
+        rows.append(
+            [
+                str(a["g"]),
+                _pct(a["mean"]),
+                _pct(a["std"]),
+                f"{a['entropy']:.2f}",
+                _pct(dd["mean"]),
+                _pct(dd["std"]),
+                f"{dd['entropy']:.2f}",
+            ]
+        )
+    return grid(header, rows)
+
+
+def scale_table(d: dict[str, Any]) -> str:
+    gs = d["granularities"]
+    j = gs.index(1) if 1 in gs else 0
+    g = gs[j]
+    header = [
+        "window (instr)",
+        "samples",
+        f"A spatial % (G={g})",
+        "A temporal %",
+        "A temp/set bit %",
+        f"D spatial % (G={g})",
+        "D temporal %",
+    ]
+    rows = [
+        [
+            f"{s['epoch']:,}",
+            f"{s['samples']:,}",
+            _pct(s["spatial_accessed"][j]),
+            _pct(s["temporal_accessed"]),
+            _pct(s["temporal_accessed_per_set_bit"]),
+            _pct(s["spatial_dirty"][j]),
+            _pct(s["temporal_dirty"]),
+        ]
+        for s in d["scales"]
+    ]
+    return grid(header, rows)
+
+
+def cmd_fidelity(args: argparse.Namespace) -> int:
+    from xlat.fidelity import DEFAULT_EPOCH, GRANULARITIES, analyze
+
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise CliError("--plot needs matplotlib (pip install 'xlat[experiment]')") from None
+    epoch = DEFAULT_EPOCH if args.epoch is None else args.epoch
+    r = analyze(
+        args.trace,
+        epoch=epoch,
+        granularities=args.granularities or GRANULARITIES,
+        epochs=args.epochs,
+        progress=progress(args),
+    )
+    if args.plot:
+        r.plot(args.plot)
+        print(f"plot written to {args.plot}", file=sys.stderr)
+    d = r.to_json()
+    if args.json:
+        print_json(d)
+        return 0
+    print(table(summary_rows(d)))
+    print("\nfidelity loss per granularity (A: accessed bits, D: dirty bits; entropy: log2 distinct vectors)")
+    print(loss_table(d))
+    if d["scales"]:
+        print("\nspatial and temporal loss over longer windows (bits accumulated over the window)")
+        print(scale_table(d))
+    return 0
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    s = sub.add_parser(
+        "fidelity",
+        parents=[common],
+        help="fidelity loss of access/dirty bits kept at G bits per 2MB page (PRISM)",
+        description="Read a trace (or workload) once and, per epoch of N instructions and per 2MB "
+        "region touched, compare the 512 accessed and dirty bits of its 4KB pages with G bits per "
+        "2MB page (each the OR of 512/G 4KB bits), G = 1, 2, 4, ..., 512: the mean and standard "
+        "deviation of the fraction of 4KB bits the G bits get wrong, and the entropy (log2 of the "
+        "distinct bit vectors); then the spatial and temporal loss of bits accumulated over longer "
+        "windows (seed 004 Section 3). See docs/prism.md.",
+    )
+    s.add_argument(
+        "trace", metavar="TRACE", help="trace file (.xlat), text trace (.txt) or workload:... spec"
+    )
+    s.add_argument(
+        "--epoch",
+        type=_int,
+        metavar="N",
+        help="instructions per epoch (default 100,000,000: seed 004 Section 3.1)",
+    )
+    s.add_argument(
+        "--epochs",
+        type=_int_list,
+        metavar="N1,N2,...",
+        help="window lengths in instructions for the spatial/temporal study, multiples of --epoch "
+        "(default: the epoch times 1, 2, 4, ..., 128)",
+    )
+    s.add_argument(
+        "--granularities",
+        type=_int_list,
+        metavar="G1,G2,...",
+        help="bits per 2MB page to report, powers of two from 1 to 512 (default all ten)",
+    )
+    s.add_argument("--json", action="store_true", help="print every figure as JSON")
+    s.add_argument("--plot", metavar="OUT.png", help="plot loss against G (accessed and dirty) to a PNG")
+    s.set_defaults(func=cmd_fidelity)
