@@ -426,3 +426,29 @@ def test_cli_simulated_trace_demand_thp_against_eager(capsys, tmp_path):
     assert main(["contiguity", trace]) == 0
     text = capsys.readouterr().out
     assert "demand+THP" in text and "runs for 99% of memory" in text
+
+
+def test_cli_simulated_trace_every_n_instructions(capsys):
+    # The same gups measured every 50,000 instructions as well as at the end: the table is
+    # mapped when the run starts (gups initialises it), so every interval sees the end's memory.
+    trace = "workload:gups?size=256MiB&accesses=200000"
+    assert main(["contiguity", "--json", "--every", "50000", trace]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["every_instructions"] == 50000
+    end = {r["design"]: r for r in out["designs"]}
+    for design, rows in out["series"].items():
+        assert len(rows) >= 2
+        assert [r["at"] for r in rows] == [50000 * (i + 1) for i in range(len(rows))]
+        last = rows[-1]
+        assert last["pages"] == end[design]["contiguity.pages"]
+        assert last["runs_99"] == end[design]["contiguity.ranges_for_99"]
+        assert last["ranges"] == end[design]["contiguity.ranges"]
+    assert out["series"]["eager"][-1]["runs_99"] <= 2
+    assert main(["contiguity", "--every", "50000", trace]) == 0
+    text = capsys.readouterr().out
+    assert "eager: every 50000 instructions" in text and "runs for 99%" in text
+
+
+def test_cli_every_is_for_traces_only(capsys):
+    assert main(["contiguity", "--every", "1000", "--pid", "1"]) != 0
+    assert "--every applies to a simulated TRACE" in capsys.readouterr().err

@@ -150,6 +150,21 @@ class SimResult:
         return pd.DataFrame(s["rows"], columns=s["columns"])
 
 
+    def epochs_to_pandas(self, name: str):
+        """Epoch controller ``name``'s time series (e.g. ``contiguity`` with
+        ``sim.contiguity_every``): one row per epoch, its counters after that epoch, with
+        ``at`` (the epoch's end, in the controller's unit: instructions or accesses) first; None
+        if no such controller ran."""
+        import pandas as pd
+
+        s = (self.data.get("epochs") or {}).get(name)
+        if not s:
+            return None
+        df = pd.DataFrame(s["rows"], columns=s["columns"])
+        df.insert(0, "at", [(i + 1) * s["every"] for i in range(len(df))])
+        return df
+
+
 class SimResults(list):
     """Results of several configurations over one trace, in the order given."""
 

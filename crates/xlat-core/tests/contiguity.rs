@@ -3,8 +3,9 @@
 
 mod common;
 use common::{mmap, preset, run, ANON};
+use xlat_core::config::Config;
 use xlat_core::os::Contiguity;
-use xlat_core::Simulator;
+use xlat_core::{presets, Simulator};
 use xlat_trace::{Access, AccessKind, Batch};
 
 const BASE: u64 = 0x7000_0000_0000;
@@ -67,4 +68,37 @@ fn without_the_key_nothing_is_reported_and_the_config_hash_is_unchanged() {
     assert_eq!(plain.hash_hex(), preset("skylake", &["sim.contiguity=false"]).hash_hex());
     let (s, _) = run(Simulator::new(&plain).expect("simulator"), &[Batch::default()]);
     assert!(s.result("t").contiguity.is_none());
+}
+
+#[test]
+fn contiguity_every_n_instructions_is_a_time_series_of_the_same_measure() {
+    // Pages 0..64 in order, one per instruction; a measurement every 16 instructions. After
+    // 16 pages: page 0 alone + a run of 15 (the page tables took the frames after page 0's);
+    // after 32: 1 + 31; after 48: 1 + 47; after 64: 1 + 63 (the end's measure, above).
+    let mut b = Batch::default();
+    mmap(&mut b, BASE, 64 * 4096, ANON);
+    for p in 0..64u64 {
+        b.push_access(Access { addr: BASE + p * 4096, icount: p + 1, tid: 1, size: 8, kind: AccessKind::Store });
+    }
+    let sets = ["sim.contiguity=true", "sim.contiguity_every=16", "sim.contiguity_threshold=16"];
+    let (s, _) = run(Simulator::new(&preset("skylake", &sets)).expect("simulator"), &[b]);
+    let r = s.result("t");
+    let series = &r.epochs["contiguity"];
+    assert_eq!((series.unit.as_str(), series.every), ("instructions", 16));
+    let col = |name: &str| series.columns.iter().position(|c| c == name).expect(name);
+    let rows: Vec<(u64, u64, u64, u64, u64, u64)> = series
+        .rows
+        .iter()
+        .map(|row| {
+            let v = |n| row[col(n)];
+            (v("pages"), v("runs"), v("largest"), v("ranges"), v("range_pages"), v("runs_99"))
+        })
+        .collect();
+    // (pages, runs, largest, ranges of >= 16 pages, their pages, runs for 99%)
+    assert_eq!(rows, vec![(16, 2, 15, 0, 0, 2), (32, 2, 31, 1, 31, 2), (48, 2, 47, 1, 47, 2), (64, 2, 63, 1, 63, 2)]);
+    assert_eq!(r.contiguity.expect("reported").runs, vec![(63, 1), (1, 1)]);
+    // A threshold of 0 pages is refused.
+    let sets = ["sim.contiguity_every=16".to_string(), "sim.contiguity_threshold=0".to_string()];
+    let e = Config::from_toml("skylake", presets::get("skylake").expect("preset"), &sets);
+    assert!(e.expect_err("refused").to_string().contains("sim.contiguity_threshold = 0 must be at least 1 page"));
 }

@@ -3,7 +3,7 @@ process's memory, as seed 000 Section 4.2 measures it (:mod:`xlat.contiguity`).
 
     xlat contiguity --pid PID [--interval S --samples N] [--json] [--plot F.png]
     xlat contiguity [--interval S] [--samples N] [--json] [--plot F.png] -- PROGRAM ARGS...
-    xlat contiguity [--cpu PRESET] [--json] [--plot F.png] TRACE
+    xlat contiguity [--cpu PRESET] [--every INSTRUCTIONS] [--json] [--plot F.png] TRACE
                                      (the simulated memory of a trace under demand paging with
                                      THP and under eager paging, seed 000 Table 4.7)
 """
@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import Any
 
-from xlat.cli.common import CliError, human_bytes, print_json, table
+from xlat.cli.common import CliError, grid, human_bytes, print_json, table
 from xlat.contiguity import DEFAULT_THRESHOLD, ContiguityError, Sample, monitor, plot_coverage, sample_pid
 
 
@@ -114,16 +114,48 @@ def _simulated(trace: str, args: argparse.Namespace) -> int:
     from xlat.cli.rmm import ROWS, print_columns
     from xlat.rmm import evaluate, sizes_of
 
-    ev = evaluate(trace, cpu=args.cpu, designs=("demand+THP", "eager"), threshold=args.threshold)
+    extra: tuple[str, ...] = ()
+    if args.every:
+        extra = (f"sim.contiguity_every={args.every}", f"sim.contiguity_threshold={args.threshold}")
+    ev = evaluate(trace, cpu=args.cpu, designs=("demand+THP", "eager"), extra=extra, threshold=args.threshold)
+    series = {d: r.epochs_to_pandas("contiguity") for d, r in ev.results.items()} if args.every else {}
     if args.json:
-        print_json({"trace": trace, "cpu": args.cpu, "designs": ev.rows})
+        doc: dict[str, Any] = {"trace": trace, "cpu": args.cpu, "designs": ev.rows}
+        if args.every:
+            doc["every_instructions"] = args.every
+            doc["series"] = {d: [] if df is None else df.to_dict("records") for d, df in series.items()}
+        print_json(doc)
     else:
         print(f"{trace}: the memory at the end of the trace, simulated on {args.cpu}")
         print_columns(ev.rows, [r for r in ROWS if r[1].startswith("contiguity.") or r[1] == "frames_in_use"])
+        for d, df in series.items():
+            print(f"\n{d}: every {args.every} instructions (ranges of at least {args.threshold} pages)")
+            if df is None or df.empty:
+                print("  (the trace ended before the first interval)")
+                continue
+            print(grid(SERIES_HEADER, [_series_row(r) for r in df.to_dict("records")]))
     if args.plot:
         plot_coverage({d: sizes_of(r) for d, r in ev.results.items()}, args.plot, title=trace)
         print(f"plot written to {args.plot}", file=sys.stderr)
     return 0
+
+
+SERIES_HEADER = ["instructions", "pages", "4KB+2MB entries", "runs", "ranges", "% in ranges", "runs for 99%", "largest %"]
+
+
+def _series_row(r: dict[str, Any]) -> list[str]:
+    pages = r["pages"]
+    pct = (lambda n: f"{100.0 * n / pages:.2f}") if pages else (lambda n: "-")
+    return [
+        f"{r['at']:,}",
+        f"{pages:,}",
+        f"{r['entries_4k']:,}+{r['entries_2m']:,}",
+        f"{r['runs']:,}",
+        f"{r['ranges']:,}",
+        pct(r["range_pages"]),
+        f"{r['runs_99']:,}",
+        pct(r["largest"]),
+    ]
 
 
 def cmd_contiguity(args: argparse.Namespace) -> int:
@@ -134,6 +166,8 @@ def cmd_contiguity(args: argparse.Namespace) -> int:
         if args.pid is not None:
             raise CliError("give either --pid or a TRACE, not both")
         return _simulated(trace, args)
+    if args.every:
+        raise CliError("--every applies to a simulated TRACE; a live process is sampled every --interval seconds")
     if args.pid is not None and program is not None:
         raise CliError("give either --pid PID or -- PROGRAM, not both")
     if args.pid is None and program is None:
@@ -192,7 +226,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser | None = None) -> 
         "THP and under eager paging and report the same figures for the OS model's memory (docs/rmm.md).",
         epilog="examples:\n  xlat contiguity --pid 1234\n  xlat contiguity --pid 1234 --interval 5 --samples 12 --json\n"
         "  xlat contiguity --interval 0.5 --plot sort.png -- sort -o /dev/null big.txt\n"
-        "  xlat contiguity --cpu skylake --plot bfs.png bfs.xlat\n\n"
+        "  xlat contiguity --cpu skylake --plot bfs.png bfs.xlat\n"
+        "  xlat contiguity --every 100000000 xz.xlat\n\n"
         "With -- PROGRAM, the program runs and is scanned every --interval seconds while it runs (only\n"
         "the started process, not its children); the last sample and the one with the largest\n"
         "footprint are printed (--json prints every sample, and sends the program's output to stderr),\n"
@@ -226,6 +261,13 @@ def register(subparsers: Any, common: argparse.ArgumentParser | None = None) -> 
         default=DEFAULT_THRESHOLD,  # seed 000 Section 4.7: a contiguity threshold of 8 pages
         metavar="PAGES",
         help=f"smallest range worth a range translation (default {DEFAULT_THRESHOLD}, seed 000 Section 4.7)",
+    )
+    p.add_argument(
+        "--every",
+        type=_positive_int,
+        default=None,
+        metavar="INSTRUCTIONS",
+        help="for a TRACE: also measure every this many instructions (a table per design)",
     )
     p.add_argument("--json", action="store_true", help="print every sample as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="plot memory mapped against ranges, largest first")

@@ -39,6 +39,13 @@ pub struct SimConfig {
     /// and physically contiguous pages per VMA) as `contiguity` (RMM, seed 000 Table 4.7).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub contiguity: bool,
+    /// Measure the ranges the OS could form (as `contiguity`) every this many instructions,
+    /// as the time series `epochs.contiguity` (0: off).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub contiguity_every: u64,
+    /// The range threshold of those measurements, in 4KB pages (seed 000 section 4.4: 32 KB).
+    #[serde(default = "default_contiguity_threshold", skip_serializing_if = "is_default_contiguity_threshold")]
+    pub contiguity_threshold: u64,
     /// Sample every counter each this many instructions (0: off).
     #[serde(default)]
     pub interval_instructions: u64,
@@ -59,7 +66,22 @@ impl std::hash::Hash for SimConfig {
         if self.contiguity {
             "contiguity".hash(h);
         }
+        if self.contiguity_every > 0 {
+            ("contiguity_every", self.contiguity_every, self.contiguity_threshold).hash(h);
+        }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn default_contiguity_threshold() -> u64 {
+    8 // seed 000 section 4.4: 32 KB
+}
+
+fn is_default_contiguity_threshold(n: &u64) -> bool {
+    *n == default_contiguity_threshold()
 }
 
 fn default_seed() -> u64 {
@@ -77,6 +99,8 @@ impl Default for SimConfig {
             interval_accesses: 0,
             miss_profile: false,
             contiguity: false,
+            contiguity_every: 0,
+            contiguity_threshold: default_contiguity_threshold(),
             interval_instructions: 0,
             base_cpi: 1.0,
         }
@@ -282,6 +306,9 @@ impl Config {
                     ));
                 }
             }
+        }
+        if self.sim.contiguity_threshold == 0 {
+            return err(format!("config '{c}': sim.contiguity_threshold = 0 must be at least 1 page."));
         }
         if self.sim.base_cpi.is_nan() || self.sim.base_cpi < 0.0 {
             return err(format!("config '{c}': sim.base_cpi = {} must be >= 0.", self.sim.base_cpi));

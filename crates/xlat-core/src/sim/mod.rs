@@ -4,6 +4,7 @@
 //! - [`engine`]: the hot loop, side events, the choice of the compiled copy ([`Variant`],
 //!   [`shape`]);
 //! - [`epoch`]: controllers run every N instructions or accesses, and the counter sampling;
+//!   [`contiguity`]: the one the configuration can ask for (`sim.contiguity_every`);
 //! - [`observer`]: code that sees every access (zero-size by default);
 //! - [`result`]: the counters of every component, derived figures, invariants, the result;
 //! - [`parallel`]: several configurations over one trace on several threads.
@@ -12,6 +13,7 @@
 //! (the plain one, or the general one for range TLBs, a software miss handler, several memory
 //! kinds or an observer) and dispatches to it once per batch.
 
+pub mod contiguity;
 pub mod engine;
 pub mod epoch;
 pub mod observer;

@@ -96,22 +96,33 @@ impl Simulator {
     /// radix walker, one DRAM, page TLBs only), else the general one.
     pub fn new(cfg: &Config) -> Result<Simulator, Error> {
         cfg.validate()?;
-        if Self::is_plain(cfg) {
+        let sim = if Self::is_plain(cfg) {
             let core = Core::<Plain>::new(cfg, RadixWalker::new(cfg), Dram, NoObserver)?;
-            return Ok(Simulator { engine: Box::new(core), variant: "plain" });
-        }
-        if Self::is_staged(cfg) {
+            Simulator { engine: Box::new(core), variant: "plain" }
+        } else if Self::is_staged(cfg) {
             let core = Core::<Staged>::new(cfg, RadixWalker::new(cfg), Dram, NoObserver)?;
-            return Ok(Simulator { engine: Box::new(core), variant: "staged" });
+            Simulator { engine: Box::new(core), variant: "staged" }
+        } else {
+            Self::general(cfg, NoObserver)?
+        };
+        sim.with_configured_controllers()
+    }
+
+    /// Add the epoch controllers the configuration asks for (`sim.contiguity_every`).
+    fn with_configured_controllers(mut self) -> Result<Simulator, Error> {
+        let sim = &self.config().sim;
+        if sim.contiguity_every > 0 {
+            let c = super::contiguity::ContiguityEpochs::new(sim.contiguity_every, sim.contiguity_threshold);
+            self.add_controller(Box::new(c)).map_err(Error::Invariant)?;
         }
-        Self::general(cfg, NoObserver)
+        Ok(self)
     }
 
     /// The simulator of `cfg` with observer `obs`, which sees every access (the general loop,
     /// compiled for `O`).
     pub fn with_observer<O: AccessObserver + 'static>(cfg: &Config, obs: O) -> Result<Simulator, Error> {
         cfg.validate()?;
-        Self::general(cfg, obs)
+        Self::general(cfg, obs)?.with_configured_controllers()
     }
 
     fn general<O: AccessObserver + 'static>(cfg: &Config, obs: O) -> Result<Simulator, Error> {
