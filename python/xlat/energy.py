@@ -371,7 +371,7 @@ def plot(reports: Mapping[str, Report], path: str, per_ki: bool = True) -> None:
     names: list[str] = []
     for r in reports.values():
         names += [s.name for s in r.structures if s.name not in names]
-    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(reports), 4))
+    fig, ax = plt.subplots(figsize=(min(2.5 + 0.45 * len(reports), 14), 4.5))
     bottom = [0.0] * len(reports)
     labels = list(reports)
     for n in names:
@@ -383,7 +383,7 @@ def plot(reports: Mapping[str, Report], path: str, per_ki: bool = True) -> None:
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     ax.set_ylabel("dynamic energy (pJ per kilo-instruction)" if per_ki else "dynamic energy (pJ)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
-    ax.tick_params(axis="x", labelrotation=30)
+    ax.tick_params(axis="x", labelrotation=60 if len(reports) > 6 else 30, labelsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
