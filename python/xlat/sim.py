@@ -122,8 +122,16 @@ class SimResult:
     def to_json(self) -> str:
         return json.dumps(self.data, indent=2, sort_keys=True)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Counters and derived metrics in one flat dict (plus identification)."""
+    def energy(self, set: Any = None, walk_loads: str = "l1"):
+        """Energy of this run under an energy set (default: thesis Table 5.2's); see
+        :func:`xlat.energy.energy` and ``docs/lite.md``."""
+        from xlat.energy import energy
+
+        return energy(self, set, walk_loads)
+
+    def to_dict(self, energy: Any = None, walk_loads: str = "l1") -> dict[str, Any]:
+        """Counters and derived metrics in one flat dict (plus identification); with ``energy``
+        (an energy set name or path, or True for the default) also the ``energy.*`` figures."""
         row: dict[str, Any] = {
             "config": self.config_name,
             "policy": self.policy,
@@ -131,13 +139,16 @@ class SimResult:
         }
         row.update(self.counters)
         row.update({f"derived.{k}": v for k, v in self.derived.items()})
+        if energy is not None and energy is not False:
+            row.update(self.energy(None if energy is True else energy, walk_loads).to_dict())
         return row
 
-    def to_pandas(self):
-        """One-row DataFrame of every counter and derived metric, indexed by ``label``."""
+    def to_pandas(self, energy: Any = None, walk_loads: str = "l1"):
+        """One-row DataFrame of every counter and derived metric, indexed by ``label``; with
+        ``energy``, the energy figures too (:meth:`to_dict`)."""
         import pandas as pd
 
-        return pd.DataFrame([self.to_dict()], index=[self.label])
+        return pd.DataFrame([self.to_dict(energy, walk_loads)], index=[self.label])
 
     def series_to_pandas(self):
         """The sampled counters (one row per interval, cumulative; ``.diff()`` for per-interval
@@ -168,10 +179,10 @@ class SimResult:
 class SimResults(list):
     """Results of several configurations over one trace, in the order given."""
 
-    def to_pandas(self):
+    def to_pandas(self, energy: Any = None, walk_loads: str = "l1"):
         import pandas as pd
 
-        return pd.concat([r.to_pandas() for r in self]) if self else pd.DataFrame()
+        return pd.concat([r.to_pandas(energy, walk_loads) for r in self]) if self else pd.DataFrame()
 
 
 def simulate_many(

@@ -34,8 +34,8 @@ def sim_runs(args: argparse.Namespace) -> list:
     return runs
 
 
-def sim_table(results: list) -> str:
-    """Key metrics, one column per configuration."""
+def sim_table(results: list, reports: list | None = None) -> str:
+    """Key metrics, one column per configuration (with ``reports``, the energy rows too)."""
 
     def fmt(v: float) -> str:
         return f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.3f}"
@@ -80,6 +80,8 @@ def sim_table(results: list) -> str:
     # Two different costs, shown apart (time.translation_fraction is their sum).
     for label, key in (("walk cycles share", "walk_share"), ("L2-TLB hit cycles share", "tlb_hit_share")):
         rows.append((label, [f"{100 * r.derived[f'time.{key}']:.1f}%" for r in results]))
+    if reports:
+        add_energy_rows(rows, results, reports, fmt)
     head = ["", *[r.label for r in results]]
     widths = [max(len(x) for x in [head[0], *(k for k, _ in rows)])]
     for i in range(len(results)):
@@ -94,10 +96,35 @@ def sim_table(results: list) -> str:
     return "\n".join(lines)
 
 
-def write_csv(path: str, results: list) -> None:
+def add_energy_rows(rows: list, results: list, reports: list, fmt) -> None:
+    """Table 5.3's energy and cycles per configuration (docs/lite.md)."""
+    names: list[str] = []
+    for e in reports:
+        names += [s.name for s in e.structures if s.name not in names]
+    for n in names:
+        rows.append(
+            (
+                f"dyn. energy {n} (pJ)",
+                [fmt(sum(s.dynamic_pj for s in e.structures if s.name == n)) for e in reports],
+            )
+        )
+    rows.append(("dyn. energy (pJ)", [fmt(e.dynamic_pj) for e in reports]))
+    rows.append(("dyn. energy per kilo-instr. (pJ)", [fmt(e.per_ki(e.dynamic_pj)) for e in reports]))
+    rows.append(("leakage energy (pJ)", [fmt(e.leakage_pj) for e in reports]))
+    rows.append(("total energy (pJ)", [fmt(e.total_pj) for e in reports]))
+    rows.append(("Table 5.3 TLB-miss cycles", [fmt(e.lite_cycles) for e in reports]))
+    rows.append(
+        (
+            "additive TLB-miss cycles",
+            [fmt(r.derived["time.stlb_hit_cycles"] + r.derived["time.walk_cycles"]) for r in results],
+        )
+    )
+
+
+def write_csv(path: str, results: list, energy_set=None, walk_loads: str = "l1") -> None:
     import csv
 
-    dicts = [r.to_dict() for r in results]
+    dicts = [r.to_dict(energy_set, walk_loads) for r in results]
     keys = list(dicts[0])
     for d in dicts[1:]:
         keys += [k for k in d if k not in keys]
@@ -113,19 +140,37 @@ def cmd_sim(args: argparse.Namespace) -> int:
     from xlat.sim import simulate_many
 
     runs = sim_runs(args)
+    eset = None
+    if args.energy or args.energy_plot:
+        from xlat.energy import energy_set
+
+        eset = energy_set(args.energy)  # a bad set fails before the simulation
     t = time.perf_counter()
     bar = progress(args) and len(runs) == 1
     results = simulate_many(args.trace, runs, threads=args.threads, progress=bar)
     secs = time.perf_counter() - t
+    reports = None
+    if eset is not None:
+        reports = [r.energy(eset, args.walk_energy) for r in results]
+        for r, e in zip(results, reports, strict=True):
+            r.data["energy"] = e.to_json()
+        if args.energy_plot:
+            from xlat.energy import plot
+
+            labels = [
+                r.label if [x.label for x in results].count(r.label) == 1 else f"{i}:{r.label}"
+                for i, r in enumerate(results)
+            ]
+            plot(dict(zip(labels, reports, strict=True)), args.energy_plot)
     if args.json:
         doc = results[0].data if len(results) == 1 else {"results": [r.data for r in results]}
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=2, sort_keys=True)
             f.write("\n")
     if args.csv:
-        write_csv(args.csv, results)
+        write_csv(args.csv, results, eset, args.walk_energy)
     print(f"trace: {args.trace}")
-    print(sim_table(results))
+    print(sim_table(results, reports))
     acc = sum(r.counters["accesses"] for r in results)
     print(
         f"\nsimulated {acc:,} accesses in {secs:.2f} s ({acc / secs / 1e6:.1f} M accesses/s over "
@@ -170,6 +215,22 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="mosaic layout TOML (selects the mosaic policy); repeatable",
     )
+    s.add_argument(
+        "--energy",
+        nargs="?",
+        const="cacti-32nm",
+        metavar="SET",
+        help="add the energy of address translation (thesis Table 5.3) under an energy set: a name in "
+        "configs/energy or a TOML file (default: cacti-32nm, Table 5.2); docs/lite.md",
+    )
+    s.add_argument(
+        "--walk-energy",
+        choices=("l1", "levels"),
+        default="l1",
+        help="charge page-walk loads as L1 data-cache reads (l1, the thesis's choice) or at every cache "
+        "level they looked up (levels; the set needs those levels)",
+    )
+    s.add_argument("--energy-plot", metavar="PNG", help="stacked bar of dynamic energy per configuration")
     s.add_argument("--json", metavar="OUT", help="write the result(s) as JSON (docs/simulator.md)")
     s.add_argument("--csv", metavar="OUT", help="write one CSV row of counters per configuration")
     s.add_argument(
