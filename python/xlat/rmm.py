@@ -62,7 +62,8 @@ def design_runs(
     cpu: str = "skylake", designs: tuple[str, ...] = DESIGNS, extra: tuple[str, ...] = ()
 ) -> dict:
     """Name -> :class:`Run` for each design on preset ``cpu`` (``extra``: more ``--set``s for
-    all). 4KB: demand paging, 4KB pages; THP: demand paging with transparent huge pages; RMM:
+    all). 4KB: demand paging, 4KB pages; THP: demand paging with transparent huge pages; 1GB:
+    demand paging with 1GB pages where they fit (then 2MB, then 4KB); RMM:
     eager paging, range table, a 32-entry range TLB beside the L2 TLB, 4KB pages (section 4.7
     evaluates RMM without huge pages); CTLB and DS: section 4.8's Clustered TLB and direct
     segment (``configs/rmm/`` has the same on the Table 4.4 core)."""
@@ -70,6 +71,8 @@ def design_runs(
     sets = {
         "4KB": ("os.policy=4k",),
         "THP": ("os.policy=thp",),
+        # Section 4.8's 1GB baseline: 1GB pages wherever one fits, else 2MB, else 4KB.
+        "1GB": ("os.policy=1g",),
         "RMM": (
             "os.policy=4k",
             "os.allocation=eager",

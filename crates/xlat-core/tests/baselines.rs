@@ -195,6 +195,7 @@ fn the_baseline_configs_are_the_sandybridge_preset_with_their_keys() {
     for (file, sets) in [
         ("4k", &["os.policy=4k"][..]),
         ("thp", &["os.policy=thp", "os.thp=always"][..]),
+        ("1g", &["os.policy=1g", "os.thp=always"][..]),
         (
             "ctlb",
             &[

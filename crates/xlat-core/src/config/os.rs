@@ -12,6 +12,10 @@ pub enum Policy {
     Base,
     /// Transparent huge pages (mode in `os.thp`).
     Thp,
+    /// 1GB pages wherever one fits (seed 000 section 4.8's 1GB baseline), else 2MB, else 4KB:
+    /// anonymous VMAs (the `os.thp` mode decides which, as for THP).
+    #[serde(rename = "1g")]
+    Huge1g,
     /// A mosaic layout (`--layout`).
     Mosaic,
 }

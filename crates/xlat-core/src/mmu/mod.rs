@@ -254,6 +254,9 @@ impl Mmu {
     pub fn probe_deep<S: Shape>(&mut self, r: usize, va: u64, ranges: bool) -> Option<(usize, u64, PageSize)> {
         let l2 = S::LANES.l2;
         if ranges && self.staged {
+            if let Some(x) = self.extras_level[r] {
+                return self.probe_with_extras::<S>(r, va, x as usize);
+            }
             return self.probe_staged::<S>(r, va);
         }
         let tag = self.tag;
@@ -285,9 +288,6 @@ impl Mmu {
     /// are probed in one run up to the next level that has some.
     #[inline(never)]
     fn probe_staged<S: Shape>(&mut self, r: usize, va: u64) -> Option<(usize, u64, PageSize)> {
-        if let Some(x) = self.extras_level[r] {
-            return self.probe_with_extras::<S>(r, va, x as usize);
-        }
         let (l2, tag) = (S::LANES.l2, self.tag);
         let (nd, ns) = (self.deep_live[r].len(), self.routes.sides[r].len());
         let (mut k, mut j) = (0, 0);
@@ -358,7 +358,7 @@ impl Mmu {
     /// are the only structures besides the page TLBs: the page TLBs up to level `x` (the first
     /// hit above `x` is the answer), the extras at `x` (probed even after a page-TLB hit there;
     /// that hit wins), then the page TLBs below.
-    #[inline(always)]
+    #[inline(never)]
     fn probe_with_extras<S: Shape>(&mut self, r: usize, va: u64, x: usize) -> Option<(usize, u64, PageSize)> {
         let (l2, tag) = (S::LANES.l2, self.tag);
         let n = self.deep_live[r].len();

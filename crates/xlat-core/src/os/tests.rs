@@ -47,6 +47,27 @@ fn thp_backs_aligned_regions_inside_one_vma() {
 }
 
 #[test]
+fn the_1g_policy_takes_1gb_pages_where_they_fit_then_2mb_then_4kb() {
+    let mut o = os("1g", None);
+    let mut inv = Vec::new();
+    // 1GB + 3MB of anonymous memory from 1MB before a 1GB boundary: [B - 1MB, B + 1GB + 2MB).
+    let b = 0x7000_4000_0000u64;
+    let a = b - (1 << 20);
+    o.syscall(&sys(SyscallKind::Mmap, &[0, (1 << 30) + (3 << 20), 3, 0x22, u64::MAX, 0], a as i64), &mut inv).unwrap();
+    o.fault(a, &mut inv).unwrap(); // neither the 1GB nor the 2MB region around it fits -> 4KB
+    o.fault(b + 12345, &mut inv).unwrap(); // [B, B + 1GB) inside -> 1GB
+    o.fault(b + (1 << 30) + 4096, &mut inv).unwrap(); // past it: the 2MB region [B+1GB, +2MB) -> 2MB
+    assert_eq!(o.lookup(a).unwrap().1, PageSize::Size4K);
+    assert_eq!(o.lookup(b + (1 << 29)).unwrap().1, PageSize::Size1G);
+    assert_eq!(o.lookup(b + (1 << 30)).unwrap().1, PageSize::Size2M);
+    let st = o.stats();
+    assert_eq!((st.faults_4k, st.faults_2m, st.faults_1g), (1, 1, 1));
+    // Fallbacks: 1GB -> 2MB -> 4KB at the head (2), 1GB -> 2MB at the tail (1).
+    assert_eq!(st.huge_fallbacks, 3);
+    assert_eq!(o.policy_name(), "1g");
+}
+
+#[test]
 fn brk_grows_and_shrinks_the_heap_vma() {
     let mut o = os("4k", None);
     let mut inv = Vec::new();

@@ -18,7 +18,7 @@ mod tiering;
 mod timing;
 
 pub use metadata::{MetadataGranularity, PerPage, Registry};
-pub use pagesize::{BasePages, MosaicLayout, PageSizePolicy, Thp};
+pub use pagesize::{BasePages, Huge1g, MosaicLayout, PageSizePolicy, Thp};
 pub use ranges::{ContiguousRanges, NoRanges, RangeCreation};
 pub use reclaim::{FifoReclaim, NoReclaim, Reclaim};
 pub use tiering::{HighestFirst, LowestFirst, Tiering, ZoneOrder};
@@ -46,6 +46,7 @@ impl Policies {
             page_size: match (o.policy, &cfg.layout) {
                 (Policy::Base, _) => Box::new(BasePages),
                 (Policy::Thp, _) => Box::new(Thp(o.thp)),
+                (Policy::Huge1g, _) => Box::new(Huge1g(o.thp)),
                 (Policy::Mosaic, Some(l)) => Box::new(MosaicLayout(l.clone())),
                 (Policy::Mosaic, None) => Box::new(BasePages),
             },
