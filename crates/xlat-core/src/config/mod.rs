@@ -286,7 +286,7 @@ impl Config {
         }
         if !(0.0..=bounds::MAX_CPI).contains(&self.sim.base_cpi) {
             let (v, max) = (self.sim.base_cpi, bounds::MAX_CPI);
-            return err(format!("config '{c}': sim.base_cpi = {v} must be between 0 and {max}."));
+            return err(format!("config '{c}': sim.base_cpi = {v:?} must be between 0 and {max}."));
         }
         let v = serde_json::to_value(self).map_err(|e| ConfigError(format!("config '{c}': {e}")))?;
         if let Err(e) = bounds::check(&v, "") {
