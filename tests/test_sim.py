@@ -63,6 +63,13 @@ def test_mosaic_layout(tmp_path):
         (["--set", 'tlb.stlb.page_sizes=["4KB", "16KB"]'], "tlb[3] ('stlb').page_sizes[1]"),
         (["--set", "memory.size=-1"], "negative"),
         (["--set", "os.colour=blue"], "unknown field `colour`"),
+        # issue 24 items 3 and 4: a traceback (inf -> None in the table) and a wrapped counter
+        (["--set", "sim.base_cpi=inf"], "sim.base_cpi = inf must be between 0 and 10000"),
+        (["--set", "sim.base_cpi=1e308"], "sim.base_cpi = 1e308 must be between 0 and 10000"),
+        (
+            ["--set", "memory.dram_latency=4611686018427387904"],
+            "memory.dram_latency = 4611686018427387904 must be a whole number of cycles of at most 100000",
+        ),
         (["--policies", "huge"], "--policies takes 4k and thp"),
     ],
 )

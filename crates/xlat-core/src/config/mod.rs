@@ -3,6 +3,7 @@
 //!
 //! The schema is documented in `docs/config.md`; presets live in `configs/cpus/*.toml`.
 
+pub mod bounds;
 pub mod layout;
 mod os;
 mod parse;
@@ -310,8 +311,13 @@ impl Config {
         if self.sim.contiguity_threshold == 0 {
             return err(format!("config '{c}': sim.contiguity_threshold = 0 must be at least 1 page."));
         }
-        if self.sim.base_cpi.is_nan() || self.sim.base_cpi < 0.0 {
-            return err(format!("config '{c}': sim.base_cpi = {} must be >= 0.", self.sim.base_cpi));
+        if !(0.0..=bounds::MAX_CPI).contains(&self.sim.base_cpi) {
+            let (v, max) = (self.sim.base_cpi, bounds::MAX_CPI);
+            return err(format!("config '{c}': sim.base_cpi = {v:?} must be between 0 and {max}."));
+        }
+        let v = serde_json::to_value(self).map_err(|e| ConfigError(format!("config '{c}': {e}")))?;
+        if let Err(e) = bounds::check(&v, "") {
+            return err(format!("config '{c}': {e}."));
         }
         if self.sim.interval_accesses > 0 && self.sim.interval_instructions > 0 {
             return err(format!("config '{c}': set only one of sim.interval_accesses and sim.interval_instructions."));

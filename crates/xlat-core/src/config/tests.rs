@@ -185,3 +185,32 @@ fn the_clustered_tlb_and_the_direct_segment_are_checked() {
     let plain = Config::from_toml("t.toml", MIN, &[]).unwrap().to_json();
     assert!(plain.get("cluster_tlb").is_none() && plain.get("direct_segment").is_none());
 }
+
+#[test]
+fn latencies_cycles_energies_and_the_cpi_are_bounded() {
+    // Issue 24 item 3: an infinite or huge CPI made the time estimate inf (null in JSON, a
+    // traceback in the table printer).
+    for v in ["inf", "1e308", "nan", "-1"] {
+        let e = bad("", &[&format!("sim.base_cpi={v}")]);
+        assert!(e.contains("sim.base_cpi") && e.contains("must be between 0 and 10000"), "{v}: {e}");
+    }
+    assert_eq!(Config::from_toml("t", MIN, &["sim.base_cpi=10000".into()]).unwrap().sim.base_cpi, 10_000.0);
+    // Item 4: a memory latency of 2^62 wrapped walker.cycles around 2^64.
+    let e = bad("", &["memory.dram_latency=4611686018427387904"]);
+    assert_eq!(
+        e,
+        "config 't': memory.dram_latency = 4611686018427387904 must be a whole number of cycles of at most 100000."
+    );
+    assert!(Config::from_toml("t", MIN, &["memory.dram_latency=100000".into()]).is_ok());
+    let e = bad("", &["memory.dram_latency=100001"]);
+    assert!(e.contains("memory.dram_latency = 100001"), "{e}");
+    // Any latency or cycle count, wherever it is: a TLB level's, the walker's trap.
+    let e = bad("", &["tlb.l1.latency=1000000"]);
+    assert!(e.contains("tlb[0].latency = 1000000 must be a whole number of cycles"), "{e}");
+    let e = bad("[walker]\nkind = \"software\"\n", &["walker.trap_cycles=200000"]);
+    assert!(e.contains("walker.trap_cycles = 200000"), "{e}");
+    // Energies per access at most a microjoule.
+    let kinds = "[[memory.kinds]]\nname = \"dram\"\nsize = \"1GiB\"\nread_latency = 100\nwrite_latency = 100\nread_energy_pj = 1e300\nwrite_energy_pj = 1.0\nstatic_power_mw = 0.0\n";
+    let e = bad(kinds, &[]);
+    assert!(e.contains("read_energy_pj = 1e+300 must be between 0 and 1000000"), "{e}");
+}

@@ -11,6 +11,13 @@ impl Kernel {
     /// Handle a page fault at simulated address `va`: find (or infer) the VMA, choose the page
     /// size, allocate and map.
     pub fn fault(&mut self, va: u64, inv: &mut Vec<Invalidation>) -> Result<(), SimError> {
+        if va >> (12 + 9 * self.levels as u32 - 1) != 0 {
+            return Err(SimError::Invalid(format!(
+                "the trace accesses {va:#x}, outside the user address space of {}-level page tables (below 2^{}): a corrupt trace or a kernel address",
+                self.levels,
+                12 + 9 * self.levels - 1
+            )));
+        }
         self.stats.page_faults += 1;
         let vma = match self.space().vma_at(va) {
             Some(v) => v,

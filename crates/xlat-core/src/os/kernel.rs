@@ -33,6 +33,8 @@ pub struct Kernel {
     /// tracks resident pages.
     pub(super) range_threshold: Option<u64>,
     tracks_resident: bool,
+    /// Frames `memory.fragmentation` pinned at boot (never in use, never free).
+    pub(super) pinned_frames: u64,
 }
 
 fn splitmix(mut x: u64) -> u64 {
@@ -69,6 +71,8 @@ impl Kernel {
         };
         let pt = PageTables::with_companions(policies.metadata.companion_level());
         let (range_threshold, tracks_resident) = (policies.ranges.threshold(), !policies.reclaim.is_default());
+        let f = phys.fragmentation();
+        let pinned_frames = f.total_frames - f.free_frames;
         Kernel {
             levels: cfg.os.levels as usize,
             pt,
@@ -83,6 +87,7 @@ impl Kernel {
             swapped: BTreeSet::new(),
             range_threshold,
             tracks_resident,
+            pinned_frames,
         }
     }
 

@@ -13,6 +13,7 @@
 //! `policy/`, and the leaves `types.rs` and `counters.rs`.
 
 pub mod buddy;
+mod check;
 mod contiguity;
 mod counters;
 mod fault;
@@ -226,6 +227,12 @@ impl Os {
     /// The ranges every address space could form now (`sim.contiguity`; see `contiguity.rs`).
     pub fn contiguity(&self) -> Contiguity {
         contiguity::measure(&self.k.pt, self.k.levels, &self.k.spaces)
+    }
+    /// Check the OS model's invariants (`check.rs`: frames in use = mapped pages + table pages,
+    /// buddy conservation, disjoint VMAs around every mapped page); the first violation. A walk
+    /// of every page table: for tests and fuzzing, not for every run.
+    pub fn check(&self) -> Result<(), String> {
+        self.k.check()
     }
     /// Software lookup of the current space's mapping of simulated `va` (a plain walk).
     pub fn lookup(&self, va: u64) -> Option<(u64, PageSize)> {

@@ -79,8 +79,18 @@ impl AddressSpace {
         self.vmas.insert(v.start, v);
     }
 
-    /// Starts of the VMAs overlapping [start, end), after splitting at both ends.
+    /// The VMAs overlapping [start, end).
+    pub fn vmas_in(&self, start: u64, end: u64) -> impl Iterator<Item = &Vma> {
+        let first = self.vmas.range(..start.min(end)).next_back().filter(|(_, v)| v.end > start).map(|(_, v)| v);
+        first.into_iter().chain(self.vmas.range(start.min(end)..end.max(start)).map(|(_, v)| v))
+    }
+
+    /// Starts of the VMAs overlapping [start, end), after splitting at both ends (none if the
+    /// range is empty).
     pub fn isolate(&mut self, start: u64, end: u64) -> Vec<u64> {
+        if start >= end {
+            return Vec::new();
+        }
         self.split(start);
         self.split(end);
         self.vmas.range(start..end).map(|(&s, _)| s).collect()
@@ -103,7 +113,7 @@ impl AddressSpace {
     /// region, clipped to the neighbouring VMAs.
     pub fn inferred_bounds(&self, va: u64) -> (u64, u64) {
         let lo = va & !((2 << 20) - 1);
-        let hi = lo + (2 << 20);
+        let hi = lo.saturating_add(2 << 20);
         let prev_end = self.vmas.range(..=va).next_back().map_or(0, |(_, v)| v.end);
         let next_start = self.vmas.range(va..).next().map_or(u64::MAX, |(&s, _)| s);
         (lo.max(prev_end), hi.min(next_start))

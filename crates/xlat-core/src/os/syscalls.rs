@@ -12,8 +12,9 @@ use crate::units::PageSize;
 use xlat_trace::{Syscall, SyscallKind};
 
 impl Kernel {
-    /// Count syscall `s` (`os.syscalls`, and `os.mmaps` ... by kind); false if it failed (it is
-    /// then counted in `os.failed_syscalls` and changes nothing).
+    /// Count syscall `s` (`os.syscalls`, and `os.mmaps` ... by kind); false if it failed, or if
+    /// Linux would have refused it ([`Kernel::admissible`]: a corrupt or reordered trace); it is
+    /// then counted in `os.failed_syscalls` and changes nothing.
     pub fn count_syscall(&mut self, s: &Syscall) -> bool {
         self.stats.syscalls += 1;
         let failed = s.ret < 0 && s.ret > -4096;
@@ -22,7 +23,7 @@ impl Kernel {
             SyscallKind::Munmap | SyscallKind::Madvise | SyscallKind::Shmdt => s.ret == 0,
             SyscallKind::Brk | SyscallKind::Exit => true,
         };
-        if !ok {
+        if !ok || !self.admissible(s) {
             self.stats.failed_syscalls += 1;
             return false;
         }
@@ -35,6 +36,51 @@ impl Kernel {
             SyscallKind::Shmat | SyscallKind::Shmdt | SyscallKind::Exit => {}
         }
         true
+    }
+
+    /// Whether Linux could have returned what the trace says `s` returned, as far as the
+    /// arguments and the break tell: page-aligned starts (`EINVAL`), no empty munmap or mremap
+    /// and no empty mapping (`EINVAL`), ranges that end inside the user address space of the
+    /// page tables (`ENOMEM`; half of what they map: 2^47 with 4 levels, 2^56 with 5), hugetlb
+    /// mappings aligned to their page, a moved mremap whose new range does not overlap the old
+    /// one (`EINVAL`), no break below the first one seen (Linux refuses to go below the heap's
+    /// start) and no heap growth over another mapping (`ENOMEM`). A trace of a real program
+    /// passes; a corrupt or reordered one may not, and what fails is ignored.
+    fn admissible(&self, s: &Syscall) -> bool {
+        let top = 1u64 << (12 + 9 * self.levels as u32 - 1);
+        let a = s.args;
+        let aligned = |x: u64| x.is_multiple_of(PAGE);
+        // [start, start + len) non-empty and inside the user address space.
+        let fits = |start: u64, len: u64| len > 0 && start.checked_add(len).is_some_and(|e| e <= top);
+        match s.kind {
+            SyscallKind::Mmap | SyscallKind::Shmat => {
+                let (at, len) = (s.ret as u64, if s.kind == SyscallKind::Mmap { a[1] } else { a[3] });
+                let unit = match (s.kind, a[3] & MAP_HUGETLB != 0) {
+                    (SyscallKind::Mmap, true) if (a[3] >> 26) & 0x3f == 30 => PageSize::Size1G.bytes(),
+                    (SyscallKind::Mmap, true) => PageSize::Size2M.bytes(),
+                    _ => PAGE,
+                };
+                at.is_multiple_of(unit) && fits(at, len) && fits(at, page_up(len).next_multiple_of(unit))
+            }
+            SyscallKind::Munmap => aligned(a[0]) && fits(a[0], a[1]),
+            SyscallKind::Madvise => aligned(a[0]) && (a[1] == 0 || fits(a[0], a[1])),
+            SyscallKind::Shmdt => aligned(a[0]) && a[0] < top,
+            SyscallKind::Mremap => {
+                let (old, ret) = (a[0], s.ret as u64);
+                let disjoint = ret == old || ret.saturating_add(a[2]) <= old || old.saturating_add(a[1]) <= ret;
+                aligned(old) && aligned(ret) && fits(old, a[1]) && fits(ret, a[2]) && disjoint
+            }
+            SyscallKind::Brk => {
+                let new = s.ret as u64;
+                let sp = self.space();
+                let Some(initial) = sp.initial_brk else {
+                    return new < top;
+                };
+                let (old_top, new_top) = (page_up(sp.brk).max(page_down(initial)), page_up(new));
+                new >= initial && new < top && (new_top <= old_top || sp.vmas_in(old_top, new_top).next().is_none())
+            }
+            SyscallKind::Exit => true,
+        }
     }
 
     /// Apply a successful syscall (counted by [`Kernel::count_syscall`]).
@@ -96,8 +142,9 @@ impl SpaceOps for Kernel {
         };
         let unit = huge.map_or(PAGE, |h| h.bytes());
         let end = addr.saturating_add(len).saturating_add(unit - 1) & !(unit - 1);
-        // A mapping replaces whatever was there (MAP_FIXED, or a range reused after munmap).
-        if flags & MAP_FIXED != 0 || self.space().vma_at(addr).is_some() {
+        // A mapping replaces whatever was there (MAP_FIXED, a range reused after munmap, or
+        // VMAs the model inferred from accesses to memory mapped before tracing began).
+        if flags & MAP_FIXED != 0 || self.space().vmas_in(addr, end).next().is_some() {
             self.munmap(addr, end, inv)?;
         }
         let anon = flags & MAP_ANONYMOUS != 0 && flags & MAP_SHARED == 0;
@@ -158,6 +205,11 @@ impl SpaceOps for Kernel {
             return Ok(());
         };
         if ret == old {
+            if new_end > old_end && self.space().vmas_in(old_end, new_end).next().is_some() {
+                // Grown in place over another mapping: Linux would have moved it or failed.
+                self.stats.failed_syscalls += 1;
+                return Ok(());
+            }
             if new_end > old_end {
                 self.space_mut().isolate(old, old_end);
                 let sp = self.space_mut();
@@ -197,8 +249,13 @@ impl SpaceOps for Kernel {
                     self.resident(nva, pfn);
                 }
             } else {
+                // Split; the part past the new end (a shrinking move) is freed.
                 self.stats.huge_splits += 1;
                 for i in 0..size.bytes() / PAGE {
+                    if nva + i * PAGE >= new_end {
+                        self.free_frames(pfn + i, 0);
+                        continue;
+                    }
                     self.map_page(nva + i * PAGE, PageSize::Size4K, pfn + i, inv)?;
                     self.resident(nva + i * PAGE, pfn + i);
                 }
