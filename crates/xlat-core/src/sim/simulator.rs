@@ -96,6 +96,10 @@ impl Simulator {
     /// radix walker, one DRAM, page TLBs only), else the general one.
     pub fn new(cfg: &Config) -> Result<Simulator, Error> {
         cfg.validate()?;
+        if cfg.prism().is_some() {
+            // PRISM: the general loop with its structure as the access observer.
+            return Self::general(cfg, crate::mmu::prism::Prism::new(cfg));
+        }
         if Self::is_plain(cfg) {
             let core = Core::<Plain>::new(cfg, RadixWalker::new(cfg), Dram, NoObserver)?;
             return Ok(Simulator { engine: Box::new(core), variant: "plain" });
