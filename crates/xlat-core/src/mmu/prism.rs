@@ -25,7 +25,6 @@ use crate::sim::observer::{AccessObserver, Observed};
 use crate::stats::{Counters, Sink};
 use crate::units::PageSize;
 use rustc_hash::FxHashMap;
-use xlat_trace::{Marker, SideBody};
 
 /// The 9 spare bits of a 2MB PDE (x86-64 bits 52..=60 are free in a 2MB leaf; section 4.1):
 /// bit 0 the MRE present flag, bits 1..=3 the access granularity, bits 4..=6 the dirty
@@ -100,13 +99,15 @@ struct Stats {
 /// PRISM's registry, PDE bits and TLB-side MRE handling (see the module documentation).
 pub struct Prism {
     cfg: PrismConfig,
-    /// Registry entries in use, by physical address of the MRE.
-    slots: FxHashMap<u64, Slot>,
-    /// (address space, 2MB region) -> physical address of its MRE, for 2MB pages with one.
-    regions: FxHashMap<u64, u64>,
-    /// The last region looked up and its MRE address (0: no MRE).
-    last: (u64, u64),
-    asid: u32,
+    /// Registry entries in use, and their index by physical address of the MRE.
+    slots: Vec<Slot>,
+    slot_of: FxHashMap<u64, u32>,
+    /// By 2MB frame number: 1 + the slot of the MRE of the 2MB page in that frame (0: none).
+    /// A frame holds one page at a time, and a page is walked (filling this) before any TLB
+    /// hit on it, so the access path needs no hash.
+    by_frame: Vec<u32>,
+    /// (address space, 2MB region) -> slot, for [`Prism::mre_of`].
+    regions: FxHashMap<u64, u32>,
     hit_names: Vec<String>,
     s: Stats,
 }
@@ -129,10 +130,10 @@ impl Prism {
         hit_names.push("DRAM".into());
         Prism {
             cfg: p,
-            slots: FxHashMap::default(),
+            slots: Vec::new(),
+            slot_of: FxHashMap::default(),
+            by_frame: vec![0; (cfg.memory.size.0 >> 21) as usize + 1],
             regions: FxHashMap::default(),
-            last: (u64::MAX, 0),
-            asid: 0,
             s: Stats { mre_loads_at: vec![0; hit_names.len()], ..Default::default() },
             hit_names,
         }
@@ -162,21 +163,25 @@ impl Prism {
     /// The PDE bits and MRE of the 2MB page at `va` in address space `asid`, if it has an MRE
     /// (and was walked).
     pub fn mre_of(&self, asid: u32, va: u64) -> Option<(PdeBits, Mre)> {
-        let pa = self.regions.get(&region_key(asid, va))?;
-        self.slots.get(pa).map(|s| (s.pde, s.mre))
+        let i = *self.regions.get(&region_key(asid, va))?;
+        let s = self.slots[i as usize];
+        Some((s.pde, s.mre))
     }
 
-    /// The MRE load of a walk that found the 2MB page at `va` (if its PDE has an MRE).
-    fn load<B: Backend>(&mut self, va: u64, os: &Os, caches: &mut Caches, backend: &mut B) {
-        self.asid = os.asid();
-        let key = region_key(self.asid, va);
-        self.last = (u64::MAX, 0);
+    /// The MRE load of a walk that found the 2MB page at `va`, frame `pfn` (if its PDE has an MRE).
+    fn load<B: Backend>(&mut self, va: u64, pfn: u64, os: &Os, caches: &mut Caches, backend: &mut B) {
+        let key = region_key(os.asid(), va);
+        let frame = (pfn >> 9) as usize;
+        if frame >= self.by_frame.len() {
+            self.by_frame.resize(frame + 1, 0);
+        }
         let pde = self.pde_bits(va);
         let pt = os.tables();
         let companion = pt.pd_of(os.root(), os.levels(), va).and_then(|t| pt.companion_pa(t));
         let (true, Some(c)) = (pde.present(), companion) else {
             self.s.walks_2m_without_mre += 1;
             self.regions.remove(&key);
+            self.by_frame[frame] = 0;
             return;
         };
         let pa = c + 8 * index(va, 2) as u64;
@@ -184,29 +189,30 @@ impl Prism {
         let lat = if hit == caches.levels.len() { backend.access(pa, false, true, lat) } else { lat };
         self.s.mre_loads_at[hit] += 1;
         self.s.mre_load_cycles += lat;
-        let slot = self.slots.entry(pa).or_insert(Slot { pde, mre: Mre::default() });
+        let n = self.slots.len() as u32;
+        let i = *self.slot_of.entry(pa).or_insert(n);
+        if i == n {
+            self.slots.push(Slot { pde, mre: Mre::default() });
+        }
+        let slot = &mut self.slots[i as usize];
         if slot.pde != pde {
             // The OS changed the page's granularity: the entry starts over.
             *slot = Slot { pde, mre: Mre::default() };
         }
-        self.regions.insert(key, pa);
+        self.regions.insert(key, i);
+        self.by_frame[frame] = i + 1;
     }
 
     /// Set the sub-page bits of an access to a 2MB page (the MRE in the TLB entry, written back).
     #[inline]
     fn touch(&mut self, a: &Observed) {
-        let key = region_key(self.asid, a.va);
-        let pa = if self.last.0 == key {
-            self.last.1
-        } else {
-            let pa = self.regions.get(&key).copied().unwrap_or(0);
-            self.last = (key, pa);
-            pa
+        let Some(&i) = self.by_frame.get((a.pfn >> 9) as usize) else {
+            return;
         };
-        if pa == 0 {
+        if i == 0 {
             return;
         }
-        let slot = self.slots.get_mut(&pa).expect("a region's MRE is in the registry");
+        let slot = &mut self.slots[i as usize - 1];
         self.s.accesses += 1;
         self.s.tlb_hits += matches!(a.at, crate::sim::observer::Translated::Level(_)) as u64;
         let ab = sub_bit(a.va, slot.pde.access_bits());
@@ -233,16 +239,9 @@ impl AccessObserver for Prism {
     }
 
     #[inline]
-    fn walked<B: Backend>(&mut self, va: u64, size: PageSize, os: &Os, caches: &mut Caches, backend: &mut B) {
+    fn walked<B: Backend>(&mut self, va: u64, pfn: u64, size: PageSize, os: &Os, caches: &mut Caches, backend: &mut B) {
         if size == PageSize::Size2M {
-            self.load(va, os, caches, backend);
-        }
-    }
-
-    fn side(&mut self, body: &SideBody) {
-        if let SideBody::Marker(Marker::ContextSwitch { asid }) = body {
-            self.asid = *asid;
-            self.last = (u64::MAX, 0);
+            self.load(va, pfn, os, caches, backend);
         }
     }
 }
@@ -267,7 +266,7 @@ impl Counters for Prism {
             mre_updates
         );
         out.put(format_args!("prism.registry_entries"), self.slots.len() as u64);
-        let (a, d) = self.slots.values().fold((0u64, 0u64), |(a, d), x| {
+        let (a, d) = self.slots.iter().fold((0u64, 0u64), |(a, d), x| {
             (a + x.mre.access.count_ones() as u64, d + x.mre.dirty.count_ones() as u64)
         });
         out.put(format_args!("prism.access_bits_set"), a);
