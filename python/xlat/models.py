@@ -48,6 +48,8 @@ __all__ = [
     "perfect_mmu_overhead",
     "perfect_tlb_overhead",
     "prior_models",
+    "prism_overhead",
+    "prism_overhead_of",
     "relative_errors",
     "rmm_performance_model",
     "single_input_r2",
@@ -359,3 +361,70 @@ def lite_tlb_cycles(
     (50 cycles). (The table's total row reads "L1 + L1" in the extracted text; the sum of the L1-
     and L2-miss terms is what the text describes.)"""
     return l1_tlb_misses * l2_latency + l2_tlb_misses * walk_cycles
+
+
+#: Load latencies (cycles) of L1, L2, L3 and memory weighing page-walk loads in PRISM's model,
+#: "an approximation of recent Intel CPUs" (seed 004 Section 5, Table 4).
+PRISM_LATENCIES = (3, 11, 40, 200)
+#: Bits of an MRE the update model assumes set per 2MB page and epoch (seed 004 Section 5).
+PRISM_MRE_LEN = 64
+
+
+def prism_overhead(
+    pw_loads: tuple[float, float, float, float],
+    m_2mb: float,
+    p_2mb: float,
+    total_cycles: float,
+    epochs: float = 1,
+    mre_len: int = PRISM_MRE_LEN,
+    latencies: tuple[float, float, float, float] = PRISM_LATENCIES,
+) -> dict[str, float]:
+    """Table 4 (seed 004): the cost of PRISM's metadata registry. ``pw_loads`` are the page-walk
+    loads served by L1, L2, L3 and memory; MRE_access is their latency-weighted mean,
+    C_MREload = M_2MB x MRE_access, C_MREupdate = E x P_2MB x MRE_access x 2 x MRE_len, and the
+    overheads are fractions of ``total_cycles`` (O(MRE load), O(+MRE update))."""
+    _need(
+        len(pw_loads) == 4 and len(latencies) == 4, "pw_loads and latencies need 4 values: L1, L2, L3, memory"
+    )
+    n = float(sum(pw_loads))
+    _need(n > 0, "the page walks made no load: MRE_access is a mean over walk loads")
+    _need(total_cycles > 0, f"total_cycles = {total_cycles} must be positive")
+    mre_access = sum(p * lat for p, lat in zip(pw_loads, latencies, strict=True)) / n
+    load = m_2mb * mre_access
+    update = epochs * p_2mb * mre_access * 2 * mre_len
+    return {
+        "mre_access": mre_access,
+        "c_mre_load": load,
+        "c_mre_update": update,
+        "overhead_load": load / total_cycles,
+        "overhead_update": (load + update) / total_cycles,
+    }
+
+
+def prism_overhead_of(result: Any, epochs: float = 1, mre_len: int = PRISM_MRE_LEN) -> dict[str, float]:
+    """:func:`prism_overhead` from a PRISM simulation (``[prism]`` enabled): walk loads by hit
+    level (the first three cache levels, then memory; a core with fewer levels leaves the rest 0),
+    M_2MB = ``prism.mre_loads`` (2MB TLB misses of pages with an MRE), P_2MB =
+    ``prism.registry_entries``, C = ``time.total_cycles``; next to it the simulated count of
+    MRE loads and their cycles in xlat's own cache model (``overhead_load_sim``)."""
+    c, d = result.counters, result.derived
+    _need("prism.mre_loads" in c, "the result has no prism.* counters: run with [prism] enabled")
+    levels = [k.removeprefix("walker.loads_hit.") for k in c if k.startswith("walker.loads_hit.")]
+    caches = [lv for lv in levels if lv != "DRAM"]
+    # (Counter names come sorted; the configuration lists the cache levels in order.)
+    order = [x["name"] for x in result.config.get("cache", [])] or caches
+    pw = [float(c[f"walker.loads_hit.{lv}"]) for lv in order[:3]]
+    pw += [0.0] * (3 - len(pw))
+    pw.append(float(c["walker.loads_hit.DRAM"]))
+    out = prism_overhead(
+        (pw[0], pw[1], pw[2], pw[3]),
+        c["prism.mre_loads"],
+        c["prism.registry_entries"],
+        d["time.total_cycles"],
+        epochs=epochs,
+        mre_len=mre_len,
+    )
+    out["mre_loads"] = float(c["prism.mre_loads"])
+    out["mre_load_cycles_sim"] = float(c["prism.mre_load_cycles"])
+    out["overhead_load_sim"] = c["prism.mre_load_cycles"] / d["time.total_cycles"]
+    return out

@@ -7,6 +7,7 @@ pub mod bounds;
 pub mod layout;
 mod os;
 mod parse;
+mod prism;
 mod structures;
 
 use crate::array::Replacement;
@@ -16,6 +17,7 @@ use os::is_default_range_threshold;
 pub use os::*;
 pub use parse::{apply_set, ConfigError, Result};
 pub(crate) use parse::{err, from_value, parse_toml};
+pub use prism::*;
 use serde::{Deserialize, Serialize};
 pub use structures::*;
 
@@ -135,6 +137,9 @@ pub struct Config {
     /// The direct-segment baseline (none by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct_segment: Option<DirectSegmentConfig>,
+    /// PRISM's variable-granularity access and dirty bits (none by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prism: Option<PrismConfig>,
     #[serde(default)]
     pub walker: WalkerConfig,
     #[serde(default)]
@@ -256,6 +261,15 @@ impl Config {
             }
         }
         self.validate_baselines(max_level)?;
+        if let Some(p) = self.prism() {
+            p.validate(&self.name)?;
+            if self.os.metadata != MetadataPolicy::Registry {
+                return err(format!(
+                    "config '{}': prism needs os.metadata = \"registry\" (the MREs live in the metadata registry's pages).",
+                    self.name
+                ));
+            }
+        }
         for (i, p) in self.psc.iter().enumerate() {
             let w = format!("config '{c}': psc '{}' (psc[{i}])", p.name);
             if !names.insert(format!("psc.{}", p.name)) {
@@ -358,6 +372,11 @@ impl Config {
     /// The clustered TLB (in use if enabled).
     pub fn cluster_tlb(&self) -> Option<&ClusterTlbConfig> {
         self.cluster_tlb.as_ref().filter(|c| c.enabled)
+    }
+
+    /// PRISM (in use if enabled).
+    pub fn prism(&self) -> Option<&PrismConfig> {
+        self.prism.as_ref().filter(|p| p.enabled)
     }
 
     /// The direct segment (in use if enabled).

@@ -14,6 +14,7 @@
 pub mod cluster;
 pub mod keys;
 mod memo;
+pub mod prism;
 pub mod psc;
 pub mod range;
 pub mod range_walk;

@@ -350,6 +350,19 @@ impl PageTables {
         }
     }
 
+    /// The page directory (level-2 table) holding the PDE of `va`, if the upper levels reach one
+    /// (PRISM's walker reads the MRE beside that PDE).
+    pub fn pd_of(&self, root: u32, levels: usize, va: u64) -> Option<u32> {
+        let mut t = root;
+        for level in (3..=levels).rev() {
+            match self.entry(t, index(va, level)) {
+                Entry::Table(c) => t = c,
+                _ => return None,
+            }
+        }
+        Some(t)
+    }
+
     /// Software walk: the leaf mapping `va`, as (first frame, page size).
     pub fn lookup(&self, root: u32, levels: usize, va: u64) -> Option<(u64, PageSize)> {
         let mut t = root;

@@ -240,6 +240,9 @@ impl<V: Variant> Core<V> {
                     inval: &mut self.inval,
                 };
                 let (pfn, s) = self.handler.handle::<S, V::Backend>(&mut cx, r, va)?;
+                if <V::Observer as AccessObserver>::ACTIVE {
+                    self.obs.walked(va, pfn, s, &self.os, &mut self.caches, &mut self.backend);
+                }
                 if V::RANGES && self.mmu.has_ranges() {
                     self.range_walk(r, va)?;
                 }

@@ -3,6 +3,9 @@
 //! loop is generic over the observer; [`NoObserver`] (the default) is zero-size and its calls
 //! compile to nothing, so the plain loop carries no observer code.
 
+use crate::mem::backend::Backend;
+use crate::mem::Caches;
+use crate::os::Os;
 use crate::stats::{Counters, Sink};
 use crate::units::PageSize;
 use xlat_trace::SideBody;
@@ -37,6 +40,22 @@ pub struct Observed {
 pub trait AccessObserver: Counters + Send {
     const ACTIVE: bool = true;
     fn access(&mut self, a: &Observed);
+    /// The miss handler translated `va` to the page at frame `pfn` (every TLB missed; called before [`access`] sees the
+    /// access): the page's size, with the OS model, and the caches and memory the observer's
+    /// own loads go through (PRISM's MRE load).
+    ///
+    /// [`access`]: AccessObserver::access
+    #[inline(always)]
+    fn walked<B: Backend>(
+        &mut self,
+        _va: u64,
+        _pfn: u64,
+        _size: PageSize,
+        _os: &Os,
+        _caches: &mut Caches,
+        _backend: &mut B,
+    ) {
+    }
     /// A side event (syscall, context switch, IPC, phase) happened before the next access.
     fn side(&mut self, _body: &SideBody) {}
 }

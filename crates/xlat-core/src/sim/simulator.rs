@@ -96,7 +96,10 @@ impl Simulator {
     /// radix walker, one DRAM, page TLBs only), else the general one.
     pub fn new(cfg: &Config) -> Result<Simulator, Error> {
         cfg.validate()?;
-        let sim = if Self::is_plain(cfg) {
+        let sim = if cfg.prism().is_some() {
+            // PRISM: the general loop with its structure as the access observer.
+            Self::general(cfg, crate::mmu::prism::Prism::new(cfg))?
+        } else if Self::is_plain(cfg) {
             let core = Core::<Plain>::new(cfg, RadixWalker::new(cfg), Dram, NoObserver)?;
             Simulator { engine: Box::new(core), variant: "plain" }
         } else if Self::is_staged(cfg) {
