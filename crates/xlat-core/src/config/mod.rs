@@ -4,6 +4,7 @@
 //! The schema is documented in `docs/config.md`; presets live in `configs/cpus/*.toml`.
 
 pub mod layout;
+mod lite;
 mod os;
 mod parse;
 mod structures;
@@ -11,6 +12,7 @@ mod structures;
 use crate::array::Replacement;
 pub use crate::units::{PageSize, Size};
 use layout::Layout;
+pub use lite::{LiteConfig, LiteThreshold};
 use os::is_default_range_threshold;
 pub use os::*;
 pub use parse::{apply_set, ConfigError, Result};
@@ -140,6 +142,9 @@ pub struct Config {
     pub cache: Vec<CacheConfig>,
     #[serde(default)]
     pub sim: SimConfig,
+    /// Lite's way-disabling controller of the L1 page TLBs (none by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lite: Option<LiteConfig>,
     /// The mosaic layout (set by `--layout`; required when `os.policy = "mosaic"`).
     #[serde(default)]
     pub layout: Option<Layout>,
@@ -306,6 +311,9 @@ impl Config {
                     ));
                 }
             }
+        }
+        if let Some(l) = &self.lite {
+            l.validate(self)?;
         }
         if self.sim.contiguity_threshold == 0 {
             return err(format!("config '{c}': sim.contiguity_threshold = 0 must be at least 1 page."));
