@@ -184,3 +184,23 @@ fn bad_lite_settings_are_one_sentence_each() {
     let e = Config::from_toml("tiny", &text, &[]).unwrap_err().to_string();
     assert!(e.contains("tlb 'l1' has 3 ways"), "{e}");
 }
+
+#[test]
+fn the_tlb_lite_and_rmm_lite_configurations_run_the_lite_loop() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/lite/");
+    let batches = mixed_trace(20_000, 2 * common::G, false);
+    for (file, kind) in [("tlb-lite.toml", "Relative"), ("rmm-lite.toml", "Absolute")] {
+        let text = std::fs::read_to_string(format!("{dir}{file}")).expect("config");
+        let cfg = Config::from_toml(file, &text, &["lite.interval=1000".to_string()]).expect("valid");
+        let lite = cfg.lite.clone().expect("[lite]");
+        assert_eq!((format!("{:?}", lite.threshold_kind), lite.probability), (kind.to_string(), 1.0 / 128.0));
+        let s = Simulator::new(&cfg).expect("simulator");
+        assert_eq!(s.variant(), "lite");
+        let (_, c) = run(s, &batches);
+        assert_eq!(c["epoch.lite.runs"], c["instructions"] / 1000, "{file}");
+        // The data L1 TLBs' Table 5.5 lookups cover every complete interval's lookups.
+        let at = |n: u64| c[&format!("epoch.lite.l1d-4k.lookups_w{n}")];
+        assert!(at(4) + at(2) + at(1) <= c["tlb.l1d-4k.accesses"]);
+        assert!(at(4) + at(2) + at(1) > 0);
+    }
+}
