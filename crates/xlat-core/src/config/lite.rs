@@ -1,7 +1,9 @@
 //! The `[lite]` table: Lite's way-disabling controller of the L1 page TLBs (seed 000 section
 //! 5.4, Algorithm 5.1; sim/lite.rs).
 
-use super::{err, Config, Replacement, Result};
+use super::parse::{err, Result};
+use super::structures::TlbConfig;
+use crate::array::Replacement;
 use serde::{Deserialize, Serialize};
 
 /// How the threshold on MPKI growth is read (seed 000 section 5.4.2, "Threshold").
@@ -53,9 +55,9 @@ impl Default for LiteConfig {
 }
 
 impl LiteConfig {
-    /// The rules serde's types do not check, one sentence each.
-    pub fn validate(&self, cfg: &Config) -> Result<()> {
-        let c = &cfg.name;
+    /// The rules serde's types do not check, one sentence each (`c` the configuration's name,
+    /// `radix` whether its walker is the radix one, `tlbs` its TLBs).
+    pub fn validate(&self, c: &str, radix: bool, tlbs: &[TlbConfig]) -> Result<()> {
         if self.interval == 0 {
             return err(format!("config '{c}': lite.interval = 0 must be at least 1 instruction."));
         }
@@ -65,10 +67,10 @@ impl LiteConfig {
         if !(self.probability > 0.0 && self.probability <= 1.0) {
             return err(format!("config '{c}': lite.probability = {} must lie in (0, 1].", self.probability));
         }
-        if cfg.walker.kind != super::WalkerKind::Radix {
+        if !radix {
             return err(format!("config '{c}': [lite] needs walker.kind = \"radix\"."));
         }
-        for t in cfg.tlb.iter().filter(|t| t.level == 1 && t.ways > 1) {
+        for t in tlbs.iter().filter(|t| t.level == 1 && t.ways > 1) {
             if !t.ways.is_power_of_two() || t.ways > 16 || t.replacement != Replacement::Lru {
                 return err(format!(
                     "config '{c}': [lite] resizes the L1 TLBs by halving their ways under LRU; tlb '{}' has {} ways and {:?} replacement (needs a power of two up to 16 ways and LRU).",

@@ -313,7 +313,7 @@ impl Config {
             }
         }
         if let Some(l) = &self.lite {
-            l.validate(self)?;
+            l.validate(c, self.walker.kind == WalkerKind::Radix, &self.tlb)?;
         }
         if self.sim.contiguity_threshold == 0 {
             return err(format!("config '{c}': sim.contiguity_threshold = 0 must be at least 1 page."));
