@@ -169,6 +169,21 @@ impl SetAssoc {
         }
     }
 
+    /// [`SetAssoc::probe`] that also returns the way of a hit counted from the MRU position
+    /// (recency rows; stamped rows, which keep no order, report 0). For Lite's LRU-distance
+    /// counters (seed 000 section 5.4.2), off the plain configuration's path.
+    #[inline]
+    pub fn probe_way(&mut self, index_key: u64, tag: u64) -> Option<(u64, usize)> {
+        let set = self.set_of(index_key);
+        match self.lanes {
+            4 => self.recency.lookup_way::<4, false>(set, tag),
+            8 => self.recency.lookup_way::<8, false>(set, tag),
+            12 => self.recency.lookup_way::<12, false>(set, tag),
+            16 => self.recency.lookup_way::<16, false>(set, tag),
+            _ => self.stamped.lookup(set, tag).map(|d| (d, 0)),
+        }
+    }
+
     #[inline(never)]
     fn probe_other(&mut self, index_key: u64, tag: u64) -> (usize, Option<u64>) {
         self.probe(index_key, tag)

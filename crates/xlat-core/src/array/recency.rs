@@ -109,6 +109,39 @@ impl RecencyRows {
         }
     }
 
+    /// [`RecencyRows::lookup`] that also returns the way of the hit, counted from the MRU slot
+    /// before the hit's promotion: for an LRU array, the hit's distance from the MRU position
+    /// (Lite's LRU distance, seed 000 section 5.4.2, counted from the other end). A copy of
+    /// `lookup` rather than its body, so that the plain loop's code stays as it was.
+    #[inline(always)]
+    pub(super) fn lookup_way<const L: usize, const CHECKED: bool>(
+        &mut self,
+        set: usize,
+        tag: u64,
+    ) -> Option<(u64, usize)> {
+        let lru = self.lru;
+        let way_bits = self.way_bits;
+        let scalar = self.scalar_rows();
+        let row = self.row_ptr::<L, CHECKED>(set);
+        // SAFETY: as in `lookup`.
+        unsafe {
+            let hits = if scalar { find_scalar::<L>(row, tag) } else { find_row::<L>(row, tag) } & way_bits;
+            if hits == 0 {
+                return None;
+            }
+            let w = (hits.trailing_zeros() / bits_per_way::<L>()) as usize;
+            let data = *(row.add(8 * L) as *const u32).add(w);
+            if lru && w != 0 {
+                if scalar {
+                    promote_scalar::<L>(row, w, tag, data)
+                } else {
+                    promote_row::<L>(row, w, tag, data)
+                }
+            }
+            Some((data as u64, w))
+        }
+    }
+
     /// Insert (`tag`, `data`) in row `set` (`L == self.lanes`; the caller knows `tag` is
     /// absent); returns the evicted valid entry, if any.
     #[inline(always)]

@@ -5,6 +5,7 @@
 
 pub mod bounds;
 pub mod layout;
+mod lite;
 mod os;
 mod parse;
 mod prism;
@@ -13,6 +14,7 @@ mod structures;
 use crate::array::Replacement;
 pub use crate::units::{PageSize, Size};
 use layout::Layout;
+pub use lite::{LiteConfig, LiteThreshold};
 use os::is_default_range_threshold;
 pub use os::*;
 pub use parse::{apply_set, ConfigError, Result};
@@ -146,6 +148,9 @@ pub struct Config {
     pub cache: Vec<CacheConfig>,
     #[serde(default)]
     pub sim: SimConfig,
+    /// Lite's way-disabling controller of the L1 page TLBs (none by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lite: Option<LiteConfig>,
     /// The mosaic layout (set by `--layout`; required when `os.policy = "mosaic"`).
     #[serde(default)]
     pub layout: Option<Layout>,
@@ -321,6 +326,9 @@ impl Config {
                     ));
                 }
             }
+        }
+        if let Some(l) = &self.lite {
+            l.validate(c, self.walker.kind == WalkerKind::Radix, &self.tlb)?;
         }
         if self.sim.contiguity_threshold == 0 {
             return err(format!("config '{c}': sim.contiguity_threshold = 0 must be at least 1 page."));

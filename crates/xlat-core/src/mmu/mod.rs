@@ -13,6 +13,7 @@
 
 pub mod cluster;
 pub mod keys;
+mod lite;
 mod memo;
 pub mod prism;
 pub mod psc;
@@ -66,6 +67,8 @@ pub struct Mmu {
     /// Whether the memo is in use (see [`Mmu::set_memo`]).
     memo_on: bool,
     tlbs: Vec<Tlb>,
+    /// Lite's LRU-distance counters per TLB (mmu/lite.rs; empty unless the Lite loop runs).
+    lru_dist: Vec<[u64; 5]>,
     /// Range TLBs, each with its configured stage (1-based level).
     ranges: Vec<(RangeTlb, u32)>,
     /// Section 4.8's baselines, each with its stage: the clustered TLB and the direct segment
@@ -129,6 +132,7 @@ impl Mmu {
         let mut m = Mmu {
             memo: Memo::EMPTY,
             memo_on: true,
+            lru_dist: Vec::new(),
             lookups: [vec![0; routes.levels(0)], vec![0; routes.levels(1)]],
             level_hits: [vec![0; routes.levels(0)], vec![0; routes.levels(1)]],
             fast_live: [Vec::new(), Vec::new()],

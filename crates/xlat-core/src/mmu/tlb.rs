@@ -101,6 +101,16 @@ impl Tlb {
         r
     }
 
+    /// [`Tlb::probe`] without the set, returning with the frame the way of the hit counted
+    /// from the MRU position (the Lite loop's first-level probe, [`lru_counter`]).
+    #[inline]
+    pub fn probe_way(&mut self, va: u64, shift: u32, size_bits: u64, tag: u64) -> Option<(u64, usize)> {
+        let key = ((va >> shift) & VPN_MASK) | size_bits | tag;
+        let hit = self.arr.probe_way(key & VPN_MASK, key)?;
+        self.stats.hits += 1;
+        Some(hit)
+    }
+
     /// The size this TLB would hold a `size` page as (None: not held).
     #[inline]
     pub fn holds(&self, size: PageSize) -> Option<PageSize> {
@@ -196,6 +206,14 @@ impl Tlb {
         self.stats.invalidations += n;
         n
     }
+}
+
+/// The LRU-distance counter of a hit at way `w` from the MRU position: 0 for the MRU way, else
+/// the bit length of `w` (ways 1, 2-3, 4-7, 8-15: counters 1, 2, 3, 4), as Figure 5.7 of seed
+/// 000 groups an 8-way TLB's distances from the LRU position 7, 6, 4-5, 0-3.
+#[inline(always)]
+pub fn lru_counter(w: usize) -> usize {
+    (usize::BITS - w.leading_zeros()) as usize
 }
 
 #[cfg(test)]

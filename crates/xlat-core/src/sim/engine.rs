@@ -34,6 +34,9 @@ pub trait Variant: 'static {
     type Observer: AccessObserver;
     /// Whether range TLBs may sit in the miss path (the staged probe).
     const RANGES: bool;
+    /// Whether first-level hits count their LRU distance (Lite, seed 000 section 5.4.2; the
+    /// memo of first-level hits is then off, as each hit must find its way).
+    const LITE: bool = false;
 }
 
 /// The plain configuration: the radix walker, one DRAM, no observer, page TLBs only.
@@ -56,6 +59,18 @@ impl Variant for Staged {
     type Backend = Dram;
     type Observer = super::observer::NoObserver;
     const RANGES: bool = true;
+}
+
+/// The staged loop with Lite's LRU-distance counters (`[lite]`, sim/lite.rs): the radix
+/// walker, one DRAM, no observer.
+pub struct LiteLoop;
+
+impl Variant for LiteLoop {
+    type Handler = RadixWalker;
+    type Backend = Dram;
+    type Observer = super::observer::NoObserver;
+    const RANGES: bool = true;
+    const LITE: bool = true;
 }
 
 /// Any configuration: the handler and the backend chosen at run time, range TLBs allowed, and
@@ -143,6 +158,10 @@ impl<V: Variant> Core<V> {
             cfg: cfg.clone(),
         };
         core.skylake_shape = core.has_shape::<SkylakeShape>();
+        if V::LITE {
+            core.mmu.set_memo(false);
+            core.mmu.count_lru_distance();
+        }
         Ok(core)
     }
 
@@ -177,7 +196,9 @@ impl<V: Variant> Core<V> {
         }
         // One copy of the probe loop per role when the roles' first-level TLBs differ in shape
         // (the lane count must be a constant of each copy).
-        let hit = if S::LANES.l1d == S::LANES.l1i || r == 0 {
+        let hit = if V::LITE {
+            self.mmu.probe_first_lru(r, va)
+        } else if S::LANES.l1d == S::LANES.l1i || r == 0 {
             self.mmu.probe_first::<MEMO>(S::LANES.l1d, r, va)
         } else {
             self.mmu.probe_first::<MEMO>(S::LANES.l1i, r, va)
@@ -331,7 +352,8 @@ impl<V: Variant> Core<V> {
             // Turn prefetching on when more than 1 access in 32 walked.
             self.prefetching = (self.handler.misses() - walks0) * 32 > n;
             // The memo off when more than 1 access in 8 missed the first level.
-            self.mmu.set_memo((self.mmu.first_misses() - misses0) * 8 <= n);
+            // (Never with Lite: each first-level hit must find its way.)
+            self.mmu.set_memo(!V::LITE && (self.mmu.first_misses() - misses0) * 8 <= n);
             i = chunk_end;
         }
         Ok(())

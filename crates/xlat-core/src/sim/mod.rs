@@ -4,7 +4,8 @@
 //! - [`engine`]: the hot loop, side events, the choice of the compiled copy ([`Variant`],
 //!   [`shape`]);
 //! - [`epoch`]: controllers run every N instructions or accesses, and the counter sampling;
-//!   [`contiguity`]: the one the configuration can ask for (`sim.contiguity_every`);
+//!   [`contiguity`]: the one the configuration can ask for (`sim.contiguity_every`); [`lite`]:
+//!   Lite's way-disabling of the L1 TLBs (`[lite]`, with the [`engine::LiteLoop`] copy);
 //! - [`observer`]: code that sees every access (zero-size by default);
 //! - [`result`]: the counters of every component, derived figures, invariants, the result;
 //! - [`parallel`]: several configurations over one trace on several threads.
@@ -16,6 +17,7 @@
 pub mod contiguity;
 pub mod engine;
 pub mod epoch;
+pub mod lite;
 pub mod observer;
 mod parallel;
 pub mod result;

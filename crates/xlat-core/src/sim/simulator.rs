@@ -1,7 +1,7 @@
 //! The public face of the simulator: builds the compiled copy of the loop a configuration needs
 //! and dispatches to it once per batch; `simulate` runs a whole trace.
 
-use super::engine::{Core, General, Plain, Staged, Variant};
+use super::engine::{Core, General, LiteLoop, Plain, Staged, Variant};
 use super::epoch::EpochController;
 use super::observer::{AccessObserver, NoObserver};
 use super::result::SimResult;
@@ -96,9 +96,21 @@ impl Simulator {
     /// radix walker, one DRAM, page TLBs only), else the general one.
     pub fn new(cfg: &Config) -> Result<Simulator, Error> {
         cfg.validate()?;
+        if cfg.prism().is_some() && cfg.lite.is_some() {
+            crate::config::err(format!("config '{}': [lite] and [prism] cannot run together yet.", cfg.name))?;
+        }
         let sim = if cfg.prism().is_some() {
             // PRISM: the general loop with its structure as the access observer.
             Self::general(cfg, crate::mmu::prism::Prism::new(cfg))?
+        } else if cfg.lite.is_some() {
+            if !Self::is_staged(cfg) {
+                crate::config::err(format!(
+                    "config '{}': [lite] needs a single DRAM memory (no memory.kinds).",
+                    cfg.name
+                ))?;
+            }
+            let core = Core::<LiteLoop>::new(cfg, RadixWalker::new(cfg), Dram, NoObserver)?;
+            Simulator { engine: Box::new(core), variant: "lite" }
         } else if Self::is_plain(cfg) {
             let core = Core::<Plain>::new(cfg, RadixWalker::new(cfg), Dram, NoObserver)?;
             Simulator { engine: Box::new(core), variant: "plain" }
@@ -113,6 +125,10 @@ impl Simulator {
 
     /// Add the epoch controllers the configuration asks for (`sim.contiguity_every`).
     fn with_configured_controllers(mut self) -> Result<Simulator, Error> {
+        if let Some(l) = &self.config().lite {
+            let c = super::lite::Lite::new(self.config(), l);
+            self.add_controller(Box::new(c)).map_err(Error::Invariant)?;
+        }
         let sim = &self.config().sim;
         if sim.contiguity_every > 0 {
             let c = super::contiguity::ContiguityEpochs::new(sim.contiguity_every, sim.contiguity_threshold);
@@ -125,6 +141,9 @@ impl Simulator {
     /// compiled for `O`).
     pub fn with_observer<O: AccessObserver + 'static>(cfg: &Config, obs: O) -> Result<Simulator, Error> {
         cfg.validate()?;
+        if cfg.lite.is_some() {
+            crate::config::err(format!("config '{}': [lite] cannot run with an access observer.", cfg.name))?;
+        }
         Self::general(cfg, obs)?.with_configured_controllers()
     }
 
@@ -153,7 +172,7 @@ impl Simulator {
         cfg.walker.kind == WalkerKind::Radix && matches!(crate::mem::backend::from_config(cfg), AnyBackend::Dram(_))
     }
 
-    /// Which compiled copy runs: `plain`, `staged` or `general`.
+    /// Which compiled copy runs: `plain`, `staged`, `lite` or `general`.
     pub fn variant(&self) -> &'static str {
         self.variant
     }
