@@ -160,7 +160,6 @@ class SimResult:
             return None
         return pd.DataFrame(s["rows"], columns=s["columns"])
 
-
     def epochs_to_pandas(self, name: str):
         """Epoch controller ``name``'s time series (e.g. ``contiguity`` with
         ``sim.contiguity_every``): one row per epoch, its counters after that epoch, with

@@ -140,7 +140,16 @@ def _simulated(trace: str, args: argparse.Namespace) -> int:
     return 0
 
 
-SERIES_HEADER = ["instructions", "pages", "4KB+2MB entries", "runs", "ranges", "% in ranges", "runs for 99%", "largest %"]
+SERIES_HEADER = [
+    "instructions",
+    "pages",
+    "4KB+2MB entries",
+    "runs",
+    "ranges",
+    "% in ranges",
+    "runs for 99%",
+    "largest %",
+]
 
 
 def _series_row(r: dict[str, Any]) -> list[str]:
@@ -167,7 +176,9 @@ def cmd_contiguity(args: argparse.Namespace) -> int:
             raise CliError("give either --pid or a TRACE, not both")
         return _simulated(trace, args)
     if args.every:
-        raise CliError("--every applies to a simulated TRACE; a live process is sampled every --interval seconds")
+        raise CliError(
+            "--every applies to a simulated TRACE; a live process is sampled every --interval seconds"
+        )
     if args.pid is not None and program is not None:
         raise CliError("give either --pid PID or -- PROGRAM, not both")
     if args.pid is None and program is None:
