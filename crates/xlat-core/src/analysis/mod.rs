@@ -3,5 +3,8 @@
 //!
 //! - [`fidelity`]: how well access and dirty bits kept at G bits per 2MB page approximate the
 //!   4KB bits (PRISM, seed 004 Section 3).
+//! - [`reclaim`]: eviction under memory pressure with the bits at G per 2MB page (PRISM, seed
+//!   004 Section 6.5).
 
 pub mod fidelity;
+pub mod reclaim;
