@@ -24,6 +24,16 @@ def trace_info(spec: str, progress: bool = False) -> str: ...
 def fidelity(
     spec: str, epoch: int, granularities: list[int], scales: list[int], progress: bool = False
 ) -> str: ...
+def reclaim(
+    spec: str,
+    fraction: float,
+    granularities: list[int],
+    epoch: int,
+    fault_us: float,
+    read_bandwidth: float,
+    write_bandwidth: float,
+    progress: bool = False,
+) -> str: ...
 def workloads() -> str: ...
 
 class ConfigError(XlatError): ...

@@ -336,6 +336,39 @@ fn fidelity(
     }
 }
 
+/// The eviction study of `spec` (`xlat_core::analysis::reclaim`) as a JSON string: two passes
+/// over the source (footprint, then one reclaim engine per granularity).
+#[pyfunction]
+#[pyo3(signature = (spec, fraction, granularities, epoch, fault_us, read_bandwidth, write_bandwidth, progress=false))]
+#[allow(clippy::too_many_arguments)]
+fn reclaim(
+    py: Python<'_>,
+    spec: &str,
+    fraction: f64,
+    granularities: Vec<u32>,
+    epoch: u64,
+    fault_us: f64,
+    read_bandwidth: f64,
+    write_bandwidth: f64,
+    progress: bool,
+) -> PyResult<String> {
+    use xlat_core::analysis::reclaim::{analyze, ReclaimConfig, ReclaimError};
+    let cfg = ReclaimConfig { fraction, granularities, epoch, fault_us, read_bandwidth, write_bandwidth };
+    cfg.validate().map_err(|e| ConfigError::new_err(e.to_string()))?;
+    let pipeline = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+    let mut first = xlat_core::sim::open_source(spec, pipeline).map_err(sim_to_py)?;
+    let mut second = xlat_core::sim::open_source(spec, pipeline).map_err(sim_to_py)?;
+    let r = py.allow_threads(move || {
+        let bar = Progress::new(progress, first.as_ref(), "reclaim (2 passes)");
+        analyze(first.as_mut(), second.as_mut(), &cfg, |s| bar.update(s))
+    });
+    match r {
+        Ok(r) => Ok(r.to_json()),
+        Err(ReclaimError::Trace(e)) => Err(to_py(e)),
+        Err(e @ ReclaimError::Config(_)) => Err(ConfigError::new_err(e.to_string())),
+    }
+}
+
 /// The workload catalogue as a JSON string.
 #[pyfunction]
 fn workloads() -> String {
@@ -513,6 +546,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(fidelity, m)?)?;
+    m.add_function(wrap_pyfunction!(reclaim, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(record_trace, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         demo,
         experiment,
         fidelity,
+        reclaim,
         rmm,
         run,
         sim,
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.register(sub, common)
     rmm.register(sub, common)  # Redundant Memory Mappings against its baselines
     fidelity.register(sub, common)  # access/dirty-bit fidelity at G bits per 2MB page (PRISM)
+    reclaim.register(sub, common)  # eviction under memory pressure at G bits per 2MB page (PRISM)
     demo.register(sub, common)
     run.register(sub)  # run and hugepages (the mosaic allocator)
     trace.register(sub)  # trace (real programs under QEMU)
