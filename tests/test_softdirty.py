@@ -50,6 +50,28 @@ def test_an_unreadable_pid_is_one_sentence(capsys):
     )
 
 
+def test_a_pid_without_read_permission_is_one_sentence(capsys):
+    try:
+        with open("/proc/1/pagemap", "rb") as f:
+            f.read(8)
+        pytest.skip("this process may read pid 1's pagemap")
+    except PermissionError:
+        pass
+    assert main(["fidelity", "--pid", "1"]) == 1
+    assert capsys.readouterr().err == (
+        "xlat: error: cannot read process 1's page map (/proc/1/pagemap: Permission denied)\n"
+    )
+
+
+def test_neither_a_trace_nor_a_program_is_one_sentence(capsys):
+    assert main(["fidelity", "no-such-trace-or-program"]) == 1
+    assert capsys.readouterr().err == (
+        "xlat: error: there is no trace file or program named 'no-such-trace-or-program'\n"
+    )
+    assert main(["fidelity"]) == 1
+    assert capsys.readouterr().err == "xlat: error: give a trace, --pid PID, or -- PROGRAM ARGS\n"
+
+
 def test_coarse_loss_by_hand():
     bits = 1 << 0 | 1 << 2  # pages 0 and 2
     assert coarse_loss(bits, 1) == 510  # one bit set: 512 pages read as dirty, 2 are

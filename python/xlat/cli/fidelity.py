@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from typing import Any
 
@@ -90,14 +91,20 @@ def scale_table(d: dict[str, Any]) -> str:
 
 
 def _is_live(args: argparse.Namespace) -> bool:
-    """`--pid`, or a program after `--`: a first word that is no trace (no file, no workload:
-    spec, no .xlat/.txt name) starts a program."""
+    """`--pid`, or a program after `--`: several words, or one that is no trace (a workload: spec,
+    a .xlat/.txt name, or an existing file that is not executable) but a program."""
     if args.pid is not None or len(args.trace) > 1:
         return True
     if not args.trace:
         raise CliError("give a trace, --pid PID, or -- PROGRAM ARGS")
     t = args.trace[0]
-    return not (t.startswith("workload:") or t.endswith((".xlat", ".txt")) or os.path.exists(t))
+    if t.startswith("workload:") or t.endswith((".xlat", ".txt")) or t == "-":
+        return False
+    if os.path.isfile(t):
+        return os.access(t, os.X_OK)
+    if shutil.which(t):
+        return True
+    raise CliError(f"there is no trace file or program named {t!r}")
 
 
 def cmd_live(args: argparse.Namespace) -> int:
