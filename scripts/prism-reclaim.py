@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The eviction study of docs/prism.md: `xlat.reclaim.analyze` (memory at a fraction of the
 footprint, CLOCK over chunks of 2MB/G) over synthetic workloads and real traces, Markdown tables
-on stdout.
+on stdout, a plot (written-back bytes and paging time against G) to --plot.
 
     PYTHONPATH=python .venv/bin/python scripts/prism-reclaim.py [--fraction F] [--epoch N] [--traces DIR]
+        [--plot docs/img/prism-reclaim.png]
 """
 
 from __future__ import annotations
@@ -28,11 +29,43 @@ def mib(n: int) -> str:
     return f"{n / (1 << 20):,.1f}"
 
 
+def plot(results, path: str, fraction: float) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    for name, r in results.items():
+        axes[0].plot(
+            GS, [max(r.at(g)["bytes_written_back"], 1) / (1 << 20) for g in GS], marker="o", ms=3, label=name
+        )
+        base = r.at(1)["time_s"] or 1.0
+        axes[1].plot(GS, [r.at(g)["time_s"] / base for g in GS], marker="o", ms=3, label=name)
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("MiB written back")
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("paging time relative to 1 bit")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(list(GS), [str(g) for g in GS])
+        ax.set_xlabel("bits per 2MB page (G)")
+        ax.grid(True, lw=0.3)
+    axes[1].legend(fontsize=7)
+    fig.suptitle(
+        f"eviction with memory at {fraction:g} of the footprint (CLOCK over 2MB/G chunks)", fontsize=10
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--fraction", type=float, default=DEFAULT_FRACTION)
     p.add_argument("--epoch", type=int, default=DEFAULT_EPOCH)
     p.add_argument("--traces", default="/work/traces")
+    p.add_argument("--plot", metavar="OUT.png")
     a = p.parse_args()
     inputs = dict(SYNTHETIC)
     inputs.update({name: f"{a.traces}/{name}.xlat" for name in REAL})
@@ -67,6 +100,8 @@ def main() -> int:
         base = r.at(1)["time_s"]
         cells = [f"{r.at(g)['time_s']:.3f} ({r.at(g)['time_s'] / base:.2f})" if base else "0" for g in GS]
         print(f"| {name} | " + " | ".join(cells) + " |")
+    if a.plot:
+        plot(results, a.plot, a.fraction)
     return 0
 
 
