@@ -589,6 +589,7 @@ impl<V: Variant> Core<V> {
                     epoch: slot.epochs,
                     accesses: self.accesses,
                     instructions: self.instructions,
+                    walk_cycles: self.handler.cycles(),
                     mmu: &mut self.mmu,
                     caches: &mut self.caches,
                     os: &mut self.os,
