@@ -424,6 +424,8 @@ def energy(
         lk = v.leakage_mw * leak * (full_cycles / total_cycles if total_cycles else 1.0)
         for x in stretches:
             at = v
+            if not (x.lookups or x.fills or x.cycles):
+                continue  # an empty stretch (a run ending on an interval's end) needs no values
             if x.ways != ways:
                 at = es.values(kind, entries * x.ways // ways, x.ways, f"{who} with {x.ways} of {ways} ways")
             dyn += x.lookups * at.read_pj + x.fills * at.write_pj
