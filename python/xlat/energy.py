@@ -13,7 +13,11 @@ The model is Table 5.3's:
 - leakage: power x simulated time (``time.total_cycles`` / the set's clock), of every charged
   TLB and paging-structure cache (the caches leak whether or not anything is translated);
 - Table 5.3's performance model: 7 cycles per L1-TLB miss, 50 per L2-TLB miss
-  (:func:`xlat.models.lite_tlb_cycles`), beside the simulator's additive estimate.
+  (:func:`xlat.models.lite_tlb_cycles`), beside the simulator's additive estimate;
+- Lite (a ``[lite]`` run): each interval's lookups, fills and time of an L1 page TLB are
+  charged at the values of the smaller structure its active ways make (64-entry 4-way with 2
+  ways off = 32-entry 2-way, section 5.5), read from the run's ``epochs["lite"]`` series
+  (:func:`lite_stretches`); ``Report.lite`` keeps them (Table 5.5's lookups per way count).
 
 A structure that is never looked up in the run (instruction TLBs on a data-only trace) is not
 part of the translation path and costs nothing; an L1 page TLB that never received an entry
@@ -39,7 +43,7 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +58,7 @@ __all__ = [
     "Values",
     "energy",
     "energy_set",
+    "lite_stretches",
     "plot",
     "sets",
 ]
@@ -218,6 +223,14 @@ class Report:
     structures: tuple[StructureEnergy, ...]
     l1_misses: int
     l2_misses: int
+    #: Per resized TLB: its stretches at each active way count, most ways first.
+    lite: Mapping[str, tuple[Stretch, ...]] = field(default_factory=dict)
+
+    def lookup_shares(self, name: str) -> dict[int, float]:
+        """Table 5.5: the percentage of TLB ``name``'s lookups made with each active way count."""
+        st = self.lite.get(name, ())
+        n = sum(x.lookups for x in st)
+        return {x.ways: 100.0 * x.lookups / n if n else 0.0 for x in st}
 
     @property
     def dynamic_pj(self) -> float:
@@ -252,6 +265,9 @@ class Report:
         d["energy.total_pj_per_ki"] = self.per_ki(self.total_pj)
         d["energy.seconds"] = self.seconds
         d["perf.table53_cycles"] = self.lite_cycles
+        for name in self.lite:
+            for w, pct in self.lookup_shares(name).items():
+                d[f"lite.{name}.lookups_pct_w{w}"] = pct
         return d
 
     def to_json(self) -> dict[str, Any]:
@@ -268,7 +284,23 @@ class Report:
                 }
                 for s in self.structures
             },
-            **{k.removeprefix("energy."): v for k, v in self.to_dict().items() if k.count(".") == 1},
+            **{
+                k.removeprefix("energy."): v
+                for k, v in self.to_dict().items()
+                if k.count(".") == 1 and not k.startswith("lite.")
+            },
+            "lite": {
+                name: {
+                    str(x.ways): {
+                        "lookups": x.lookups,
+                        "fills": x.fills,
+                        "cycles": x.cycles,
+                        "lookups_pct": self.lookup_shares(name)[x.ways],
+                    }
+                    for x in st
+                }
+                for name, st in self.lite.items()
+            },
         }
 
 
@@ -285,17 +317,85 @@ def _cache_levels(config: Mapping[str, Any]) -> list[dict[str, Any]]:
     return caches[names.index(first) :] if first in names else caches
 
 
+@dataclass(frozen=True)
+class Stretch:
+    """The part of a run an L1 TLB spent with ``ways`` active ways: its lookups and fills, and
+    the simulated cycles (None: unknown, leakage charged at the full structure)."""
+
+    ways: int
+    lookups: int
+    fills: int
+    cycles: float | None = None
+
+
+def lite_stretches(result: Any) -> dict[str, tuple[Stretch, ...]]:
+    """Per L1 TLB that Lite resized, its lookups, fills and cycles at each active way count,
+    from the ``epochs["lite"]`` series (cumulative rows, one per interval: the TLB runs interval
+    *i* with the ways row *i - 1* left, all of them in the first) plus the rest of the run after
+    the last interval, at the last row's ways. An interval's cycles are ``sim.base_cpi x`` its
+    instructions plus its translation cycles (``xlat_cycles``): the additive time estimate,
+    which the rows sum to ``time.total_cycles``. Empty for a run without ``[lite]``."""
+    c, d, cfg = _result_parts(result)
+    data = result.data if hasattr(result, "data") else result
+    s = (data.get("epochs") or {}).get("lite")
+    if not s:
+        return {}
+    col = {n: i for i, n in enumerate(s["columns"])}
+    rows = s["rows"]
+    cpi = float((cfg.get("sim") or {}).get("base_cpi", 1.0))
+    timed = "xlat_cycles" in col  # results of xlat before the time columns: no split of leakage
+    out: dict[str, tuple[Stretch, ...]] = {}
+    for t in cfg.get("tlb") or []:
+        name = t["name"]
+        if f"{name}.ways" not in col:
+            continue
+        acc: dict[int, list[float]] = {}
+        ways = t["ways"]
+        l0 = f0 = i0 = x0 = 0
+
+        def add(w: int, lookups: int, fills: int, cycles: float, acc: dict = acc) -> None:
+            a = acc.setdefault(w, [0, 0, 0.0])
+            a[0] += lookups
+            a[1] += fills
+            a[2] += cycles
+
+        for row in rows:
+            # Cumulative over every way count: only this interval's count grew.
+            l1 = sum(row[i] for n, i in col.items() if n.startswith(f"{name}.lookups_w"))
+            f1 = sum(row[i] for n, i in col.items() if n.startswith(f"{name}.fills_w"))
+            i1 = row[col["instructions"]] if timed else 0
+            x1 = row[col["xlat_cycles"]] if timed else 0
+            add(ways, l1 - l0, f1 - f0, cpi * (i1 - i0) + (x1 - x0))
+            l0, f0, i0, x0 = l1, f1, i1, x1
+            ways = row[col[f"{name}.ways"]]
+        total = d.get("time.total_cycles", 0.0)
+        add(
+            ways,
+            c.get(f"tlb.{name}.accesses", 0) - l0,
+            c.get(f"tlb.{name}.fills", 0) - f0,
+            total - (cpi * i0 + x0),
+        )
+        out[name] = tuple(
+            Stretch(w, int(a[0]), int(a[1]), a[2] if timed else None)
+            for w, a in sorted(acc.items(), reverse=True)
+        )
+    return out
+
+
 def energy(
     result: Any,
     set: str | EnergySet | None = None,
     walk_loads: str = "l1",
-    active_ways: Mapping[str, Iterable[tuple[int, int, int]]] | None = None,
+    active_ways: Mapping[str, Iterable[Stretch | tuple[int, ...]]] | None = None,
 ) -> Report:
     """Table 5.3's energy of ``result`` (a :class:`xlat.sim.SimResult` or its JSON dict).
 
-    ``active_ways`` (for way-disabling): per TLB name, (active ways, lookups, fills) per
-    stretch of the run; those lookups and fills are charged at the values of the smaller
-    structure (entries x active / ways, active ways) instead of the full one."""
+    ``active_ways`` (for way-disabling): per TLB name, :class:`Stretch` es or (active ways,
+    lookups, fills[, cycles]) per stretch of the run; those lookups and fills (and the leakage
+    over those cycles) are charged at the values of the smaller structure (entries x active /
+    ways, active ways) instead of the full one; what no stretch covers is charged at the full
+    structure. None (the default) takes them from the run's Lite series
+    (:func:`lite_stretches`)."""
     if walk_loads not in WALK_LOADS:
         raise EnergyError(f"walk_loads must be one of {', '.join(WALK_LOADS)}, not {walk_loads!r}.")
     es = energy_set(set)
@@ -303,21 +403,35 @@ def energy(
     secs = d.get("time.total_cycles", 0.0) / (es.clock_ghz * 1e9)
     leak = 1e9 * secs  # pJ per mW over the run
     out: list[StructureEnergy] = []
-    active_ways = active_ways or {}
+    if active_ways is None:
+        stretched: dict[str, tuple[Stretch, ...]] = lite_stretches(result)
+    else:
+        stretched = {
+            k: tuple(x if isinstance(x, Stretch) else Stretch(*x) for x in v) for k, v in active_ways.items()
+        }
+    total_cycles = d.get("time.total_cycles", 0.0)
 
     def charge(name: str, who: str, kind: str, entries: int, ways: int, prefix: str, masked: bool) -> None:
         reads, writes = c.get(f"{prefix}.accesses", 0), c.get(f"{prefix}.fills", 0)
         if reads == 0 or (masked and writes == 0):
             return
-        stretches = list(active_ways.get(name, ()))
-        full_reads = reads - sum(s[1] for s in stretches)
-        full_writes = writes - sum(s[2] for s in stretches)
+        stretches = stretched.get(name, ())
+        full_reads = reads - sum(x.lookups for x in stretches)
+        full_writes = writes - sum(x.fills for x in stretches)
+        full_cycles = total_cycles - sum(x.cycles or 0.0 for x in stretches)
         v = es.values(kind, entries, ways, who)
         dyn = full_reads * v.read_pj + full_writes * v.write_pj
-        for act, r, w in stretches:
-            small = es.values(kind, entries * act // ways, act, f"{who} with {act} of {ways} ways")
-            dyn += r * small.read_pj + w * small.write_pj
-        out.append(StructureEnergy(name, reads, writes, dyn, v.leakage_mw * leak))
+        lk = v.leakage_mw * leak * (full_cycles / total_cycles if total_cycles else 1.0)
+        for x in stretches:
+            at = v
+            if not (x.lookups or x.fills or x.cycles):
+                continue  # an empty stretch (a run ending on an interval's end) needs no values
+            if x.ways != ways:
+                at = es.values(kind, entries * x.ways // ways, x.ways, f"{who} with {x.ways} of {ways} ways")
+            dyn += x.lookups * at.read_pj + x.fills * at.write_pj
+            if x.cycles is not None:
+                lk += at.leakage_mw * 1e9 * x.cycles / (es.clock_ghz * 1e9)
+        out.append(StructureEnergy(name, reads, writes, dyn, lk))
 
     for t in cfg.get("tlb") or []:
         kind, masked = "page_tlb", t["level"] == 1
@@ -358,7 +472,8 @@ def energy(
 
     l1 = c.get("tlb_level1.data.misses", 0) + c.get("tlb_level1.instruction.misses", 0)
     l2 = c.get("tlb_level2.data.misses", 0) + c.get("tlb_level2.instruction.misses", 0)
-    return Report(es.name, walk_loads, c.get("instructions", 0), secs, tuple(out), l1, l2)
+    lite = {k: v for k, v in stretched.items() if any(s.name == k for s in out)}
+    return Report(es.name, walk_loads, c.get("instructions", 0), secs, tuple(out), l1, l2, lite)
 
 
 def plot(reports: Mapping[str, Report], path: str, per_ki: bool = True) -> None:

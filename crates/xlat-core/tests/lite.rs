@@ -96,6 +96,17 @@ fn lite_disables_ways_when_they_are_useless_and_reactivates_them_when_mpki_grows
     // Shrinking to 1 way dropped 0 entries (1 valid: page 0, the MRU); shrinking to 2 kept
     // pages 1 and 0.
     assert_eq!(c["tlb.l1.invalidations"], 0);
+    // The time of each interval (for its leakage at its way count): instructions and the
+    // translation cycles at its end. L2 hits cost 7 cycles: interval 1 none, interval 2 999
+    // (every miss but page 1's first), interval 3 one (page 1); page 0's walk is in interval
+    // 1, page 1's in interval 2. Each walk is 4 loads from memory (no cache, no PSC) at the
+    // default 200-cycle latency: 800 cycles.
+    let at = |name: &str| e.rows.iter().map(|row| row[col(name)]).collect::<Vec<u64>>();
+    assert_eq!(at("instructions"), vec![1000, 2000, 3000]);
+    assert_eq!(c["walker.cycles"], 1600);
+    assert_eq!(at("xlat_cycles"), vec![800, 800 + 999 * 7 + 800, 800 + 999 * 7 + 800 + 7]);
+    // The run ends on an interval's end: the last row is the whole run's time estimate.
+    assert_eq!(r.derived["time.total_cycles"], 3000.0 + 8600.0);
 }
 
 #[test]

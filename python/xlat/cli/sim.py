@@ -113,6 +113,13 @@ def add_energy_rows(rows: list, results: list, reports: list, fmt) -> None:
     rows.append(("leakage energy (pJ)", [fmt(e.leakage_pj) for e in reports]))
     rows.append(("total energy (pJ)", [fmt(e.total_pj) for e in reports]))
     rows.append(("Table 5.3 TLB-miss cycles", [fmt(e.lite_cycles) for e in reports]))
+    # Lite runs: Table 5.5's share of each resized TLB's lookups per active way count.
+    lite = sorted(
+        {(n, x.ways) for e in reports for n, st in e.lite.items() for x in st}, key=lambda k: (k[0], -k[1])
+    )
+    for n, w in lite:
+        pct = [e.lookup_shares(n).get(w) if n in e.lite else None for e in reports]
+        rows.append((f"{n} lookups at {w} ways (%)", ["" if p is None else f"{p:.1f}" for p in pct]))
     rows.append(
         (
             "additive TLB-miss cycles",

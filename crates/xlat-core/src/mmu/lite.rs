@@ -1,7 +1,8 @@
-//! The first-level probe of the Lite loop (seed 000 section 5.4.2): as [`Mmu::probe_first`]
-//! without the memo, and each hit counted in its TLB's LRU-distance counters
+//! The first-level probe of the Lite loop (seed 000 section 5.4.2): as [`Mmu::probe_first`],
+//! each hit counted in its TLB's LRU-distance counters
 //! ([`Mmu::lru_distance`]). Only the Lite variant of the engine compiles it in.
 
+use super::memo::MemoHit;
 use super::tlb::lru_counter;
 use super::Mmu;
 
@@ -19,14 +20,20 @@ impl Mmu {
     }
 
     /// Probe role `r`'s first-level TLBs for `va`, counting the LRU distance of a hit; returns
-    /// (frame, page size index).
+    /// (frame, page size index). With `MEMO`, a hit enters the memo of MRU hits as in
+    /// [`Mmu::probe_first`]: an access through the memo re-hits its set's MRU entry (distance
+    /// 0, counter `[0]`, which Lite never reads), so the memo loses no count Lite uses.
     #[inline(always)]
-    pub fn probe_first_lru(&mut self, r: usize, va: u64) -> Option<(u64, u8)> {
-        let tag = self.tag;
+    pub fn probe_first_lru<const MEMO: bool>(&mut self, r: usize, va: u64) -> Option<(u64, u8)> {
+        let (tag, rbit) = (self.tag, (r as u64) << 63);
         for k in 0..self.fast_live[r].len() {
             let p = self.fast_live[r][k];
-            if let Some((pfn, w)) = self.tlbs[p.tlb as usize].probe_way(va, p.shift, p.size_bits, tag) {
+            if let Some((pfn, w, set)) = self.tlbs[p.tlb as usize].probe_way::<MEMO>(va, p.shift, p.size_bits, tag) {
                 self.lru_dist[p.tlb as usize][lru_counter(w)] += 1;
+                if MEMO {
+                    let h = MemoHit { tlb: p.tlb, set: set as u32, size: p.size, pfn };
+                    self.memo.insert(&mut self.tlbs, va, rbit, p.shift, h);
+                }
                 return Some((pfn, p.size));
             }
         }

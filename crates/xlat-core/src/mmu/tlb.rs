@@ -101,14 +101,21 @@ impl Tlb {
         r
     }
 
-    /// [`Tlb::probe`] without the set, returning with the frame the way of the hit counted
-    /// from the MRU position (the Lite loop's first-level probe, [`lru_counter`]).
+    /// [`Tlb::probe`] returning with the frame the way of the hit counted from the MRU position
+    /// (the Lite loop's first-level probe, [`lru_counter`]) and, if `SET`, the set (for the
+    /// memo; else 0).
     #[inline]
-    pub fn probe_way(&mut self, va: u64, shift: u32, size_bits: u64, tag: u64) -> Option<(u64, usize)> {
+    pub fn probe_way<const SET: bool>(
+        &mut self,
+        va: u64,
+        shift: u32,
+        size_bits: u64,
+        tag: u64,
+    ) -> Option<(u64, usize, usize)> {
         let key = ((va >> shift) & VPN_MASK) | size_bits | tag;
-        let hit = self.arr.probe_way(key & VPN_MASK, key)?;
+        let (pfn, w) = self.arr.probe_way(key & VPN_MASK, key)?;
         self.stats.hits += 1;
-        Some(hit)
+        Some((pfn, w, if SET { self.arr.set_of(key & VPN_MASK) } else { 0 }))
     }
 
     /// The size this TLB would hold a `size` page as (None: not held).

@@ -34,8 +34,8 @@ pub trait Variant: 'static {
     type Observer: AccessObserver;
     /// Whether range TLBs may sit in the miss path (the staged probe).
     const RANGES: bool;
-    /// Whether first-level hits count their LRU distance (Lite, seed 000 section 5.4.2; the
-    /// memo of first-level hits is then off, as each hit must find its way).
+    /// Whether first-level hits count their LRU distance (Lite, seed 000 section 5.4.2; hits
+    /// through the memo of first-level hits are MRU re-hits, distance 0, which Lite never reads).
     const LITE: bool = false;
 }
 
@@ -159,7 +159,6 @@ impl<V: Variant> Core<V> {
         };
         core.skylake_shape = core.has_shape::<SkylakeShape>();
         if V::LITE {
-            core.mmu.set_memo(false);
             core.mmu.count_lru_distance();
         }
         Ok(core)
@@ -197,7 +196,7 @@ impl<V: Variant> Core<V> {
         // One copy of the probe loop per role when the roles' first-level TLBs differ in shape
         // (the lane count must be a constant of each copy).
         let hit = if V::LITE {
-            self.mmu.probe_first_lru(r, va)
+            self.mmu.probe_first_lru::<MEMO>(r, va)
         } else if S::LANES.l1d == S::LANES.l1i || r == 0 {
             self.mmu.probe_first::<MEMO>(S::LANES.l1d, r, va)
         } else {
@@ -352,8 +351,7 @@ impl<V: Variant> Core<V> {
             // Turn prefetching on when more than 1 access in 32 walked.
             self.prefetching = (self.handler.misses() - walks0) * 32 > n;
             // The memo off when more than 1 access in 8 missed the first level.
-            // (Never with Lite: each first-level hit must find its way.)
-            self.mmu.set_memo(!V::LITE && (self.mmu.first_misses() - misses0) * 8 <= n);
+            self.mmu.set_memo((self.mmu.first_misses() - misses0) * 8 <= n);
             i = chunk_end;
         }
         Ok(())
@@ -589,6 +587,7 @@ impl<V: Variant> Core<V> {
                     epoch: slot.epochs,
                     accesses: self.accesses,
                     instructions: self.instructions,
+                    walk_cycles: self.handler.cycles(),
                     mmu: &mut self.mmu,
                     caches: &mut self.caches,
                     os: &mut self.os,

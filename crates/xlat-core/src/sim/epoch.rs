@@ -25,6 +25,8 @@ pub struct EpochCx<'a> {
     pub epoch: u64,
     pub accesses: u64,
     pub instructions: u64,
+    /// The miss handler's cycles so far (the walk cycles of the time estimate).
+    pub walk_cycles: u64,
     pub mmu: &'a mut Mmu,
     pub caches: &'a mut Caches,
     pub os: &'a mut Os,

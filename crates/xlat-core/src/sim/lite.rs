@@ -18,7 +18,10 @@
 //! Its counters, per TLB: the active ways, and the lookups and fills made during the intervals
 //! at each way count (`lookups_w4`, `lookups_w2`, `lookups_w1`: Table 5.5); a time series row
 //! per interval (`epochs.lite`). Lookups after the last interval are not in them (the TLB's
-//! own counters minus their sum, at the final way count).
+//! own counters minus their sum, at the final way count). For the leakage of each interval at
+//! its way count (xlat.energy), the run's `instructions` and translation cycles (`xlat_cycles`:
+//! the TLB-hit cycles of the levels past the first plus the walk cycles, the additive time
+//! estimate without its base) at the end of the interval.
 
 use super::epoch::{EpochController, EpochCx, Period};
 use crate::config::{Config, LiteConfig, LiteThreshold};
@@ -50,6 +53,9 @@ pub struct Lite {
     rng: u64,
     instructions0: u64,
     misses0: u64,
+    /// Translation cycles at the end of the last interval (the time estimate's TLB-hit and
+    /// walk cycles).
+    xlat_cycles: u64,
     /// The lowest MPKI seen (Algorithm 5.1's previous MPKI).
     previous: f64,
     /// Intervals that ended with every way activated at random, for MPKI growth, and ways
@@ -96,6 +102,7 @@ impl Lite {
             rng: cfg.sim.seed ^ 0x4c69_7465, // "Lite"
             instructions0: 0,
             misses0: 0,
+            xlat_cycles: 0,
             previous: f64::INFINITY,
             random_enables: 0,
             growth_enables: 0,
@@ -167,6 +174,8 @@ impl Counters for Lite {
         out.put(format_args!("random_enables"), self.random_enables);
         out.put(format_args!("growth_enables"), self.growth_enables);
         out.put(format_args!("halvings"), self.halvings);
+        out.put(format_args!("instructions"), self.instructions0);
+        out.put(format_args!("xlat_cycles"), self.xlat_cycles);
         for t in &self.tlbs {
             out.put(format_args!("{}.ways", t.name), t.ways as u64);
             for (k, (&l, &f)) in t.lookups.iter().zip(&t.fills).enumerate() {
@@ -203,6 +212,10 @@ impl EpochController for Lite {
             (t.lookups0, t.fills0) = (s.accesses, s.fills);
         }
         (self.instructions0, self.misses0) = (cx.instructions, misses);
+        // As the time estimate counts them (sim/result.rs): hits past the first level at their
+        // level's latency, plus the walks.
+        let hits: u64 = cx.mmu.level_summary().iter().skip(1).map(|&(_, hit, lat)| hit * lat).sum();
+        self.xlat_cycles = hits + cx.walk_cycles;
         Ok(())
     }
 }
