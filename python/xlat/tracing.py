@@ -142,14 +142,20 @@ def trace(
     level: int = 1,
     progress: bool = False,
     qemu_args: list[str] | tuple[str, ...] = (),
+    timeout: float | None = None,
 ) -> dict[str, Any]:
     """Run ``argv`` under QEMU with the xlat plugin and write its trace to ``out``.
 
     ``skip`` instructions of each process's first thread run before accesses are recorded
     (address-space syscalls are recorded from the start); ``max_accesses`` stops the program
     once the first process's trace holds that many accesses. Returns the summary: ``status``
-    (the program's exit status), ``stopped_at_max``, ``interrupted``, ``seconds`` and
-    ``processes`` (one dict per trace written, the first process first).
+    (the program's exit status), ``stopped_at_max``, ``interrupted``, ``timed_out``, ``seconds``
+    and ``processes`` (one dict per trace written, the first process first; ``exited`` is false
+    for a process that ran another program with execve, which is not traced).
+
+    ``timeout`` seconds after the start, a program still running is killed (with its forked
+    children) and ``timed_out`` is true; the traces written so far are kept, complete and valid,
+    up to where the program was stopped (``truncated`` when the kill cut a chunk short).
     """
     from xlat import _native
 
@@ -159,6 +165,8 @@ def trace(
         raise ValueError(f"--max must be > 0, not {max_accesses}")
     if not 1 <= level <= 19:
         raise ValueError(f"level must be between 1 and 19, not {level}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"--timeout must be a positive number of seconds, not {timeout}")
     qemu = find_qemu()
     plugin = find_plugin()
     run_argv, elf = resolve_program(list(argv))
@@ -182,6 +190,7 @@ def trace(
             "ifetch": ifetch,
             "zstd_level": level,
             "qemu_args": list(qemu_args),
+            "timeout_s": timeout,
             "host": {
                 "kernel": platform.release(),
                 "machine": platform.machine(),
@@ -204,16 +213,23 @@ def trace(
             ifetch=ifetch,
             level=level,
             progress=progress,
+            timeout=timeout,
         )
     except XlatError as e:
         raise _disk_full(e, str(out)) from None
     summary = json.loads(r)
-    if summary["interrupted"]:
+    if summary["interrupted"] and not summary["timed_out"]:
         raise KeyboardInterrupt
     if not any(p["path"] == str(out) for p in summary["processes"]):
         raise TracingError(
             f"{QEMU} exited with status {summary['status']} before {argv[0]} started (see its message above)"
         )
+    for p in summary["processes"]:
+        # A forked child that ran another program at once (fork + execve, as a shell or a
+        # compiler driver does) recorded nothing: keep no empty file.
+        if p["path"] != str(out) and p["accesses"] == 0 and p["side_events"] == 0:
+            os.remove(p["path"])
+            p["path"] = None
     return summary
 
 

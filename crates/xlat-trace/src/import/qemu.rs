@@ -365,6 +365,10 @@ pub struct ProcessTrace {
     pub truncated: bool,
     /// Recording stopped at `max`.
     pub hit_max: bool,
+    /// The trace holds the process's `exit`/`exit_group`. Without it (and without `hit_max`) the
+    /// process was killed or replaced itself with another program (`execve`), which QEMU user
+    /// mode runs natively, untraced.
+    pub exited: bool,
 }
 
 /// The outcome of [`record`].
@@ -615,6 +619,7 @@ fn serve(stream: UnixStream, opts: &RecordOptions, root_pid: u32, shared: &Share
         });
         let mut n = 0u64;
         let mut hit_max = false;
+        let mut exited = false;
         let mut last_bytes = w.bytes_written();
         let mut write_err = None;
         while let Ok(mut b) = full_rx.recv() {
@@ -628,6 +633,7 @@ fn serve(stream: UnixStream, opts: &RecordOptions, root_pid: u32, shared: &Share
                 write_err = Some(io(e));
                 break;
             }
+            exited |= b.side.iter().any(|s| matches!(&s.body, SideBody::Syscall(c) if c.kind == SyscallKind::Exit));
             n += b.len() as u64;
             shared.accesses.fetch_add(b.len() as u64, Ordering::Relaxed);
             let bytes = w.bytes_written();
@@ -664,6 +670,7 @@ fn serve(stream: UnixStream, opts: &RecordOptions, root_pid: u32, shared: &Share
             bytes: 0,
             truncated,
             hit_max,
+            exited,
         })
     })();
     match result {
