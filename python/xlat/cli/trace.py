@@ -29,6 +29,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
             progress=progress(args),
             qemu_args=args.qemu_arg,
             timeout=args.timeout,
+            follow_exec=args.follow_exec,
         )
     # To stdout (after the program's own output, which shares it) or to a file.
     emit_json(args.json, r)
@@ -44,8 +45,10 @@ def register(sub: Any) -> None:
         "mmap/munmap/brk/mremap/madvise/shmat/shmdt/exit syscalls to OUT, compressed, streaming. "
         "A forked child's trace goes to OUT with .<pid>.xlat in place of .xlat. Exits with the "
         "program's status (0 when stopped by --max, "
-        f"{TIMEOUT_STATUS} when stopped by --timeout). Programs a process starts with execve run "
-        "outside QEMU and are not traced (a warning says so).",
+        f"{TIMEOUT_STATUS} when stopped by --timeout). A program a traced process starts "
+        "with execve runs natively, untraced (a warning says so), unless --follow-exec: then it runs under "
+        "QEMU too, traced to OUT with .<pid>.xlat or .<pid>.1.xlat (the first free; the exec'd program keeps the "
+        "pid) in place of .xlat.",
         epilog="example: xlat trace --skip 1000000 --max 50000000 -o xz.xlat -- xz -9 -k -f big.txt",
     )
     s.add_argument("-o", "--output", required=True, metavar="OUT", help="trace file to write (.xlat)")
@@ -70,6 +73,12 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help=f"kill the program (and its children) if it still runs after SECONDS; the trace so far is "
         f"kept, and xlat trace exits with {TIMEOUT_STATUS}",
+    )
+    s.add_argument(
+        "--follow-exec",
+        action="store_true",
+        help="trace the programs the traced processes start with execve or posix_spawn too, each to a "
+        "file of its own (a preloaded wrapper; default: they run natively, untraced, with a warning)",
     )
     s.add_argument("--ifetch", action="store_true", help="also record instruction fetches")
     s.add_argument(

@@ -18,18 +18,16 @@ def process_lines(r: dict[str, Any]) -> list[str]:
     lines = []
     for p in r["processes"]:
         if p["path"] is None:
-            lines.append(f"pid {p['pid']}: nothing recorded before it ran another program; no trace written")
+            then = " (traced in its own file)" if _followed(r, p) else ""
+            lines.append(
+                f"pid {p['pid']}: nothing recorded before it ran another program{then}; no trace written"
+            )
             continue
         size = mib(p["bytes"])
         if p["accesses"]:
             size += f" ({p['bytes'] / p['accesses']:.2f} bytes/access)"
         note = " (stopped at --max)" if p["hit_max"] else " (cut short)" if p["truncated"] else ""
-        if (
-            not p.get("exited", True)
-            and not p["hit_max"]
-            and not r.get("timed_out")
-            and not r["stopped_at_max"]
-        ):
+        if _untraced_exec(r, p):
             note += " (ran another program: see the warning below)"
         lines.append(
             f"wrote {p['path']}: pid {p['pid']}, {p['accesses']:,} accesses, "
@@ -38,19 +36,38 @@ def process_lines(r: dict[str, Any]) -> list[str]:
     return lines
 
 
-def exec_warning(r: dict[str, Any]) -> str | None:
-    """The warning for processes that replaced themselves with another program (execve): QEMU
-    user mode runs that program natively, so nothing of it is in any trace."""
+def _followed(r: dict[str, Any], p: dict[str, Any]) -> bool:
+    """Whether the program process ``p`` exec'd was traced: a later trace of the same pid."""
+    procs = r["processes"]
+    later = procs[procs.index(p) + 1 :]
+    return bool(r.get("follow_exec")) and any(q["pid"] == p["pid"] for q in later)
+
+
+def _untraced_exec(r: dict[str, Any], p: dict[str, Any]) -> bool:
+    """``p`` ended without an exit, not stopped by xlat, and no trace of what it ran follows."""
     if r.get("timed_out") or r["stopped_at_max"] or r.get("interrupted"):
-        return None
-    pids = [p["pid"] for p in r["processes"] if not p.get("exited", True) and not p["hit_max"]]
+        return False
+    return not p.get("exited", True) and not p["hit_max"] and not _followed(r, p)
+
+
+def exec_warning(r: dict[str, Any]) -> str | None:
+    """The warning for processes that replaced themselves with a program that was not traced:
+    QEMU user mode runs an exec'd program natively unless the exec wrapper re-runs it under QEMU
+    (with --follow-exec, and not for statically linked programs), or for a process killed from
+    outside."""
+    pids = [p["pid"] for p in r["processes"] if _untraced_exec(r, p)]
     if not pids:
         return None
     which = ", ".join(str(p) for p in pids)
+    how = (
+        "xlat trace --follow-exec traces them"
+        if not r.get("follow_exec")
+        else "statically linked programs, and programs started without the C library's exec functions, "
+        "escape the exec wrapper"
+    )
     return (
-        f"xlat: warning: process(es) {which} ran another program (execve) or were killed before "
-        "exiting; programs started with execve run outside QEMU and are not traced (to trace one, "
-        "run xlat trace on that program itself; docs/tracing.md)"
+        f"xlat: warning: process(es) {which} ran another program (execve) or were killed before exiting, "
+        f"and what they ran is not traced ({how}; docs/tracing.md)"
     )
 
 
