@@ -47,7 +47,8 @@ def simulate(
     configs: list[tuple[str, str, list[str], tuple[str, str] | None]],
     threads: int | None = None,
     progress: bool = False,
-) -> list[str]: ...
+) -> list[tuple[str, float, float, float]]: ...
+def check_config(what: str, text: str, sets: list[str], layout: tuple[str, str] | None = None) -> str: ...
 def record_trace(
     qemu: str,
     plugin: str,
@@ -61,4 +62,5 @@ def record_trace(
     ifetch: bool = False,
     level: int = 3,
     progress: bool = False,
+    timeout: float | None = None,
 ) -> str: ...

@@ -83,6 +83,11 @@ class Run:
         sets = [self.set] if isinstance(self.set, str) else list(self.set)
         return what, text, sets, lay
 
+    def check(self) -> dict[str, Any]:
+        """Build this configuration without simulating: the effective configuration, or the
+        :class:`ConfigError` a simulation would raise."""
+        return json.loads(_native.check_config(*self._native_args()))
+
 
 class SimResult:
     """The result of one simulation: ``counters`` (flat ints named as a tree, e.g.
@@ -105,6 +110,10 @@ class SimResult:
         #: ``sim.contiguity=true``: the ranges the OS could form at the end (``runs``: (pages,
         #: count) largest first, ``pages``, ``entries_4k/2m/1g``); see :func:`xlat.rmm.contiguity`.
         self.contiguity: dict[str, Any] | None = data.get("contiguity")
+        #: Wall seconds of the run (not part of the result's data): ``open_s`` opening the input
+        #: (a workload may build its data there), ``input_s`` that plus waiting for its batches
+        #: (decoding, generating), ``total_s`` in all; the simulation took ``total_s - input_s``.
+        self.timing: dict[str, float] | None = None
 
     @property
     def label(self) -> str:
@@ -196,7 +205,12 @@ def simulate_many(
         raise ValueError(f"threads must be >= 1, not {threads}")
     args = [r._native_args() for r in runs]
     out = _native.simulate(str(trace), args, threads, progress)
-    return SimResults(SimResult(json.loads(s)) for s in out)
+    results = SimResults()
+    for s, open_s, input_s, total_s in out:
+        r = SimResult(json.loads(s))
+        r.timing = {"open_s": open_s, "input_s": input_s, "total_s": total_s}
+        results.append(r)
+    return results
 
 
 def simulate(

@@ -29,6 +29,7 @@ from xlat._native import XlatError
 QEMU = "qemu-x86_64"
 QEMU_INSTALL = "sudo apt-get install qemu-user"
 PLUGIN_NAME = "xlat_trace_plugin.so"
+SHIM_NAME = "xlat_exec_shim.so"
 EM_X86_64 = 62
 
 __all__ = ["TracingError", "find_plugin", "find_qemu", "import_trace", "resolve_program", "trace"]
@@ -142,14 +143,26 @@ def trace(
     level: int = 1,
     progress: bool = False,
     qemu_args: list[str] | tuple[str, ...] = (),
+    timeout: float | None = None,
+    follow_exec: bool = False,
 ) -> dict[str, Any]:
     """Run ``argv`` under QEMU with the xlat plugin and write its trace to ``out``.
 
     ``skip`` instructions of each process's first thread run before accesses are recorded
     (address-space syscalls are recorded from the start); ``max_accesses`` stops the program
     once the first process's trace holds that many accesses. Returns the summary: ``status``
-    (the program's exit status), ``stopped_at_max``, ``interrupted``, ``seconds`` and
-    ``processes`` (one dict per trace written, the first process first).
+    (the program's exit status), ``stopped_at_max``, ``interrupted``, ``timed_out``, ``seconds``
+    and ``processes`` (one dict per trace written, the first process first; ``exited`` is false
+    for a process that ran another program with execve, which is not traced).
+
+    With ``follow_exec``, programs that the traced processes start with execve (or posix_spawn)
+    run under QEMU with the plugin too, each to a trace of its own (a preloaded wrapper, which
+    adds its own loading to every traced process; see ``docs/tracing.md``); without it (the
+    default) they run natively, untraced.
+
+    ``timeout`` seconds after the start, a program still running is killed (with its forked
+    children) and ``timed_out`` is true; the traces written so far are kept, complete and valid,
+    up to where the program was stopped (``truncated`` when the kill cut a chunk short).
     """
     from xlat import _native
 
@@ -159,10 +172,28 @@ def trace(
         raise ValueError(f"--max must be > 0, not {max_accesses}")
     if not 1 <= level <= 19:
         raise ValueError(f"level must be between 1 and 19, not {level}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"--timeout must be a positive number of seconds, not {timeout}")
     qemu = find_qemu()
     plugin = find_plugin()
     run_argv, elf = resolve_program(list(argv))
     _check_output(out)
+    shim = os.path.join(os.path.dirname(plugin), SHIM_NAME)
+    # A caller preloading its own library (the mosaic allocator: -E LD_PRELOAD=...) keeps it alone.
+    own_preload = any(a.startswith("LD_PRELOAD=") for a in qemu_args)
+    follow_exec = follow_exec and os.path.isfile(shim) and not own_preload
+    exec_env = {}
+    if follow_exec:
+        # Read by the preloaded wrapper in the guest (qemu-user passes its environment on; the
+        # recorder adds XLAT_TRACE_SOCK). -E sets LD_PRELOAD for the guest only, not for qemu.
+        exec_env = {
+            "XLAT_EXEC_QEMU": qemu,
+            "XLAT_EXEC_PLUGIN": plugin,
+            "XLAT_EXEC_SHIM": shim,
+            "XLAT_EXEC_SKIP": str(skip),
+            "XLAT_EXEC_IFETCH": "on" if ifetch else "off",
+        }
+        qemu_args = ["-E", f"LD_PRELOAD={shim}", *qemu_args]
     header = {
         "format": "xlat-trace",
         "producer": f"xlat {__version__} qemu-trace",
@@ -182,6 +213,8 @@ def trace(
             "ifetch": ifetch,
             "zstd_level": level,
             "qemu_args": list(qemu_args),
+            "timeout_s": timeout,
+            "follow_exec": follow_exec,
             "host": {
                 "kernel": platform.release(),
                 "machine": platform.machine(),
@@ -189,6 +222,8 @@ def trace(
             },
         },
     }
+    saved = {k: os.environ.get(k) for k in exec_env}
+    os.environ.update(exec_env)
     try:
         r = _native.record_trace(
             qemu,
@@ -204,16 +239,30 @@ def trace(
             ifetch=ifetch,
             level=level,
             progress=progress,
+            timeout=timeout,
         )
     except XlatError as e:
         raise _disk_full(e, str(out)) from None
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     summary = json.loads(r)
-    if summary["interrupted"]:
+    summary["follow_exec"] = follow_exec
+    if summary["interrupted"] and not summary["timed_out"]:
         raise KeyboardInterrupt
     if not any(p["path"] == str(out) for p in summary["processes"]):
         raise TracingError(
             f"{QEMU} exited with status {summary['status']} before {argv[0]} started (see its message above)"
         )
+    for p in summary["processes"]:
+        # A forked child that ran another program at once (fork + execve, as a shell or a
+        # compiler driver does) recorded nothing: keep no empty file.
+        if p["path"] != str(out) and p["accesses"] == 0 and p["side_events"] == 0:
+            os.remove(p["path"])
+            p["path"] = None
     return summary
 
 

@@ -2,8 +2,11 @@
 //! long calls and draws progress bars; everything else lives in the Rust crates (the work) or
 //! the Python package (argument handling, docs, presentation).
 
-use indicatif::{ProgressBar, ProgressStyle};
+mod progress;
+mod simrun;
+
 use numpy::PyArray1;
+use progress::Progress;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -33,38 +36,6 @@ fn to_py(e: Error) -> PyErr {
         Error::Io { .. } | Error::RawIo(_) => TraceIOError::new_err(msg),
         Error::InvalidEvent(_) => EventError::new_err(msg),
         _ => TraceError::new_err(msg),
-    }
-}
-
-/// A progress bar on stderr, advanced from the source's own progress measure.
-struct Progress(Option<ProgressBar>);
-
-impl Progress {
-    fn new(enabled: bool, src: &dyn EventSource, what: &str) -> Progress {
-        if !enabled {
-            return Progress(None);
-        }
-        let (_, total) = src.progress();
-        let bar = ProgressBar::new(total.unwrap_or(0));
-        bar.set_style(
-            ProgressStyle::with_template("{msg} [{elapsed_precise}] {wide_bar} {percent:>3}% eta {eta}")
-                .expect("valid template"),
-        );
-        bar.set_message(what.to_string());
-        Progress(Some(bar))
-    }
-    fn update(&self, src: &dyn EventSource) {
-        if let Some(b) = &self.0 {
-            b.set_position(src.progress().0);
-        }
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        if let Some(b) = &self.0 {
-            b.finish_and_clear();
-        }
     }
 }
 
@@ -434,7 +405,8 @@ fn build_config(
 }
 
 /// Simulate `spec` under each configuration (name, TOML, overrides, layout) on up to `threads`
-/// threads (default: all cores); JSON results in configuration order.
+/// threads (default: all cores); in configuration order, (JSON result, seconds opening the
+/// input, seconds opening and reading it, seconds in all) per configuration (`simrun`).
 #[pyfunction]
 #[pyo3(signature = (spec, configs, threads=None, progress=false))]
 #[allow(clippy::type_complexity)]
@@ -444,27 +416,34 @@ fn simulate(
     configs: Vec<(String, String, Vec<String>, Option<(String, String)>)>,
     threads: Option<usize>,
     progress: bool,
-) -> PyResult<Vec<String>> {
+) -> PyResult<Vec<(String, f64, f64, f64)>> {
     let cfgs = configs.iter().map(|(w, t, s, l)| build_config(w, t, s, l.clone())).collect::<PyResult<Vec<_>>>()?;
     let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let spec = spec.to_string();
-    let out = py.allow_threads(move || -> Result<Vec<String>, xlat_core::sim::Error> {
-        if cfgs.len() == 1 {
-            let mut src = xlat_core::sim::open_source(&spec, threads >= 2)?;
-            let bar = Progress::new(progress, src.as_ref(), "simulating");
-            let r = xlat_core::simulate(src.as_mut(), &spec, &cfgs[0], |s| bar.update(s))?;
-            return Ok(vec![r.to_json()]);
-        }
-        xlat_core::simulate_many(&spec, &cfgs, threads).into_iter().map(|r| r.map(|r| r.to_json())).collect()
+    let out = py.allow_threads(move || -> Result<Vec<(String, f64, f64, f64)>, xlat_core::sim::Error> {
+        simrun::simulate_timed(&spec, &cfgs, threads, progress)
+            .into_iter()
+            .map(|r| r.map(|(r, t)| (r.to_json(), t.open_s, t.input_s, t.total_s)))
+            .collect()
     });
     out.map_err(sim_to_py)
 }
 
+/// Build and check one configuration (name, TOML, overrides, layout) without simulating:
+/// the effective configuration as JSON, or the `ConfigError` a simulation would raise.
+#[pyfunction]
+#[pyo3(signature = (what, text, sets, layout=None))]
+fn check_config(what: &str, text: &str, sets: Vec<String>, layout: Option<(String, String)>) -> PyResult<String> {
+    let cfg = build_config(what, text, &sets, layout)?;
+    Ok(serde_json::to_string(&cfg).expect("config serialises"))
+}
+
 /// Run a program under QEMU with the xlat plugin and write its traces (see
 /// `xlat_trace::import::qemu::record`). `header_json` is the header template. Returns the
-/// summary as JSON. The GIL is released while the program runs; Ctrl-C stops it.
+/// summary as JSON. The GIL is released while the program runs; Ctrl-C stops it, and so does
+/// `timeout` (seconds): then the summary's `timed_out` is true.
 #[pyfunction]
-#[pyo3(signature = (qemu, plugin, program, out, header_json, argv0=None, qemu_args=Vec::new(), skip=0, max=None, ifetch=false, level=3, progress=false))]
+#[pyo3(signature = (qemu, plugin, program, out, header_json, argv0=None, qemu_args=Vec::new(), skip=0, max=None, ifetch=false, level=3, progress=false, timeout=None))]
 #[allow(clippy::too_many_arguments)]
 fn record_trace(
     py: Python<'_>,
@@ -480,6 +459,7 @@ fn record_trace(
     ifetch: bool,
     level: i32,
     progress: bool,
+    timeout: Option<f64>,
 ) -> PyResult<String> {
     use xlat_trace::import::qemu::{record, RecordOptions};
     let header: xlat_trace::Header =
@@ -498,14 +478,13 @@ fn record_trace(
         header,
     };
     py.allow_threads(move || -> xlat_trace::Result<String> {
-        let bar = progress.then(|| {
-            let b = ProgressBar::new_spinner();
-            b.set_style(
-                ProgressStyle::with_template("{spinner} tracing [{elapsed_precise}] {msg}").expect("valid template"),
-            );
-            b
-        });
+        let bar = progress.then(|| progress::spinner("{spinner} tracing [{elapsed_precise}] {msg}"));
+        let mut timed_out = false;
         let summary = record(&opts, |p| {
+            if timeout.is_some_and(|t| p.seconds >= t) {
+                timed_out = true;
+                return false;
+            }
             if let Some(b) = &bar {
                 let rate = if p.seconds > 0.0 { p.accesses as f64 / p.seconds / 1e6 } else { 0.0 };
                 b.set_message(format!(
@@ -522,7 +501,9 @@ fn record_trace(
         if let Some(b) = bar {
             b.finish_and_clear();
         }
-        Ok(serde_json::to_string(&summary?).expect("summary serialises"))
+        let mut v = serde_json::to_value(&summary?).expect("summary serialises");
+        v["timed_out"] = timed_out.into();
+        Ok(v.to_string())
     })
     .map_err(to_py)
 }
@@ -542,6 +523,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(preset, m)?)?;
     m.add_function(wrap_pyfunction!(check_layout, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(check_config, m)?)?;
     m.add_function(wrap_pyfunction!(read_accesses, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;

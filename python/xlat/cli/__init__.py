@@ -21,14 +21,15 @@ from xlat.cli.common import CliError, add_progress_flags, run_command
 __all__ = ["CliError", "build_parser", "main"]
 
 EXAMPLES = """\
-examples:
+examples (quote workload specs: & and ? are special to the shell):
   xlat workloads
-  xlat trace-info workload:gups?size=64GiB&accesses=1000000
-  xlat convert workload:bfs?scale=18 bfs.xlat
+  xlat trace-info 'workload:gups?size=64GiB&accesses=1000000'
+  xlat convert 'workload:bfs?scale=18' bfs.xlat
   xlat convert bfs.xlat bfs.txt          # the plain text form
-  xlat trace-info bfs.xlat --json
+  xlat trace-info bfs.xlat --json        # JSON on stdout (--json FILE writes FILE)
   xlat sim bfs.xlat
   xlat sim --cpu skylake --policies 4k,thp bfs.xlat --json out.json
+  xlat sim --cpu skylake --cpu zen4 --set skylake:tlb.stlb.entries=2048 bfs.xlat
   xlat fidelity xz.xlat --epoch 10000000   # access/dirty bits at G bits per 2MB page
   xlat contiguity --pid 1234              # ranges of contiguous pages in a live process (root)
 """

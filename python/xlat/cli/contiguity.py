@@ -14,7 +14,8 @@ import argparse
 import sys
 from typing import Any
 
-from xlat.cli.common import CliError, grid, human_bytes, print_json, table
+from xlat.cli.common import CliError, grid, human_bytes, table
+from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 from xlat.contiguity import DEFAULT_THRESHOLD, ContiguityError, Sample, monitor, plot_coverage, sample_pid
 
 
@@ -92,11 +93,11 @@ def _rows(st: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _report(samples: list[Sample], threshold: int, as_json: bool, extra: dict[str, Any]) -> None:
+def _report(samples: list[Sample], threshold: int, json_dest: str | None, extra: dict[str, Any]) -> None:
     last = samples[-1]
     largest = max(samples, key=lambda s: (s.present_pages, s.time))
-    if as_json:
-        print_json({**extra, "samples": [s.stats(threshold) for s in samples]})
+    emit_json(json_dest, {**extra, "samples": [s.stats(threshold) for s in samples]})
+    if json_dest == "-":
         return
     if largest is last:
         print(f"{len(samples)} sample(s); the last one is also the largest footprint:")
@@ -124,8 +125,8 @@ def _simulated(trace: str, args: argparse.Namespace) -> int:
         if args.every:
             doc["every_instructions"] = args.every
             doc["series"] = {d: [] if df is None else df.to_dict("records") for d, df in series.items()}
-        print_json(doc)
-    else:
+        emit_json(args.json, doc)
+    if not to_stdout(args):
         print(f"{trace}: the memory at the end of the trace, simulated on {args.cpu}")
         print_columns(ev.rows, [r for r in ROWS if r[1].startswith("contiguity.") or r[1] == "frames_in_use"])
         for d, df in series.items():
@@ -168,6 +169,7 @@ def _series_row(r: dict[str, Any]) -> list[str]:
 
 
 def cmd_contiguity(args: argparse.Namespace) -> int:
+    take_positional(args, "rest", "")
     rest = list(args.rest)
     program = rest[1:] if rest and rest[0] == "--" else None
     trace = rest[0] if rest and rest[0] != "--" else None
@@ -203,7 +205,7 @@ def cmd_contiguity(args: argparse.Namespace) -> int:
         else:
             assert program is not None
             # with --json the program writes to our stderr, so stdout stays one JSON document
-            out_fd = _stderr_fd() if args.json else None
+            out_fd = _stderr_fd() if to_stdout(args) else None
             samples, rc = monitor(program, args.interval, args.samples, progress, stdout=out_fd)
             extra = {"program": program, "exit_status": rc}
             if not samples:
@@ -280,7 +282,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser | None = None) -> 
         metavar="INSTRUCTIONS",
         help="for a TRACE: also measure every this many instructions (a table per design)",
     )
-    p.add_argument("--json", action="store_true", help="print every sample as JSON")
+    add_json_flag(p, "every sample")
     p.add_argument("--plot", metavar="FILE.png", help="plot memory mapped against ranges, largest first")
     p.add_argument("-v", "--verbose", action="store_true", help="print a line per sample on stderr")
     # One positional that swallows the rest: "-- PROGRAM ARGS..." or a TRACE (a trace file or
@@ -288,4 +290,4 @@ def register(subparsers: Any, common: argparse.ArgumentParser | None = None) -> 
     p.add_argument(
         "rest", nargs=argparse.REMAINDER, metavar="TRACE | -- PROGRAM ARGS", help="what to measure"
     )
-    p.set_defaults(func=cmd_contiguity)
+    p.set_defaults(func=cmd_contiguity, parser=p)

@@ -6,12 +6,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from xlat.cli.common import CliError, add_progress_flags, human_bytes, mib, print_json, progress
+from xlat.cli.common import CliError, add_progress_flags, human_bytes, mib, progress
+from xlat.cli.jsonopt import add_json_flag, emit_json, to_stdout
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
     from xlat.trace import convert
 
+    if args.output is None and args.json not in (None, "-"):
+        # the old switch form, --json INPUT OUTPUT (xlat.cli.jsonopt)
+        args.input, args.output, args.json = args.json, args.input, "-"
+    if args.output is None:
+        args.parser.error("the following arguments are required: OUTPUT")
     if not 1 <= args.level <= 19:
         raise CliError(f"--level must be between 1 and 19, not {args.level}")
     r = convert(
@@ -21,9 +27,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         progress=progress(args),
         format_version=args.format_version,
     )
-    if args.json:
-        print_json(r)
-    else:
+    emit_json(args.json, r)
+    if not to_stdout(args):
         per = r["bytes"] / r["accesses"] if r["accesses"] else float("nan")
         print(
             f"wrote {r['path']}: {r['accesses']:,} accesses, {human_bytes(r['bytes'])} ({per:.2f} bytes/access)"
@@ -54,7 +59,7 @@ def register_convert(sub: Any, common: argparse.ArgumentParser) -> None:
         "spec (which makes convert the way to save a workload as a trace).",
     )
     s.add_argument("input", metavar="INPUT")
-    s.add_argument("output", metavar="OUTPUT")
+    s.add_argument("output", nargs="?", metavar="OUTPUT")
     s.add_argument("--level", type=int, default=3, help="zstd level, 1 (fastest) to 19 (smallest); default 3")
     s.add_argument(
         "--format-version",
@@ -63,8 +68,8 @@ def register_convert(sub: Any, common: argparse.ArgumentParser) -> None:
         help="trace format version to write: 1.1 (default) or 1.0, readable by xlat builds that "
         "predate 1.1's repeat records",
     )
-    s.add_argument("--json", action="store_true", help="print a JSON summary")
-    s.set_defaults(func=cmd_convert)
+    add_json_flag(s, "the summary")
+    s.set_defaults(func=cmd_convert, parser=s)
 
 
 def register_import(sub: Any) -> None:

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from xlat.cli.common import progress
+from xlat.cli.numfmt import LEGEND
 from xlat.cli.sim import sim_table
 
 DEMO_WORKLOAD = "workload:gups?size=8GiB&accesses=4000000&seed=1"
@@ -47,6 +48,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     runs = [Run(cpu="skylake"), Run(cpu="skylake", set=("os.policy=thp",)), Run(cpu="skylake", layout=layout)]
     results = simulate_many(trace, runs)
     print(sim_table(results))
+    print(LEGEND)
     base = results[0].derived["time.total_cycles"]
     print()
     for r in results[1:]:

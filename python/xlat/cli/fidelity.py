@@ -9,7 +9,8 @@ import shutil
 import sys
 from typing import Any
 
-from xlat.cli.common import CliError, grid, print_json, progress, table
+from xlat.cli.common import CliError, grid, progress, table
+from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 
 def _int_list(text: str) -> list[int]:
@@ -118,8 +119,8 @@ def cmd_live(args: argparse.Namespace) -> int:
     except SoftDirtyError as e:
         raise CliError(str(e)) from None
     d = r.to_json()
-    if args.json:
-        print_json(d)
+    emit_json(args.json, d)
+    if to_stdout(args):
         return 0
     print(
         table(
@@ -143,6 +144,7 @@ def cmd_live(args: argparse.Namespace) -> int:
 def cmd_fidelity(args: argparse.Namespace) -> int:
     from xlat.fidelity import DEFAULT_EPOCH, GRANULARITIES, analyze
 
+    take_positional(args, "trace", "")
     if _is_live(args):
         return cmd_live(args)
     if args.plot:
@@ -162,8 +164,8 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
         r.plot(args.plot)
         print(f"plot written to {args.plot}", file=sys.stderr)
     d = r.to_json()
-    if args.json:
-        print_json(d)
+    emit_json(args.json, d)
+    if to_stdout(args):
         return 0
     print(table(summary_rows(d)))
     print("\nfidelity loss per granularity (A: accessed bits, D: dirty bits; entropy: log2 distinct vectors)")
@@ -231,6 +233,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="G1,G2,...",
         help="bits per 2MB page to report, powers of two from 1 to 512 (default all ten)",
     )
-    s.add_argument("--json", action="store_true", help="print every figure as JSON")
+    add_json_flag(s, "every figure")
     s.add_argument("--plot", metavar="OUT.png", help="plot loss against G (accessed and dirty) to a PNG")
-    s.set_defaults(func=cmd_fidelity)
+    s.set_defaults(func=cmd_fidelity, parser=s)

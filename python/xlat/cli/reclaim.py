@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from xlat.cli.common import grid, human_bytes, print_json, progress, table
+from xlat.cli.common import grid, human_bytes, progress, table
+from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 from xlat.cli.fidelity import _int, _int_list
 
 
@@ -68,6 +69,7 @@ def reclaim_table(rows: list[dict[str, Any]]) -> str:
 def cmd_reclaim(args: argparse.Namespace) -> int:
     from xlat import reclaim as rc
 
+    take_positional(args, "trace", "TRACE")
     bw = rc.DEFAULT_BANDWIDTH if args.bandwidth is None else args.bandwidth * 1e9
     r = rc.analyze(
         args.trace,
@@ -79,8 +81,8 @@ def cmd_reclaim(args: argparse.Namespace) -> int:
         write_bandwidth=bw,
         progress=progress(args),
     )
-    if args.json:
-        print_json({**r.to_json(), "rows": r.rows()})
+    emit_json(args.json, {**r.to_json(), "rows": r.rows()})
+    if to_stdout(args):
         return 0
     print(table(summary_rows(r.to_json())))
     print("\nper granularity (time: paging-time estimate; vs first: against the first G)")
@@ -102,7 +104,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "paging; this runs it on CPU traces. See docs/prism.md.",
     )
     s.add_argument(
-        "trace", metavar="TRACE", help="trace file (.xlat), text trace (.txt) or workload:... spec"
+        "trace", nargs="?", metavar="TRACE", help="trace file (.xlat), text trace (.txt) or workload:... spec"
     )
     s.add_argument(
         "--fraction",
@@ -133,5 +135,5 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="GB/s",
         help="transfer bandwidth each way in GB/s (default 15.75: PCIe 3.0 x16)",
     )
-    s.add_argument("--json", action="store_true", help="print every figure as JSON")
+    add_json_flag(s, "every figure")
     s.set_defaults(func=cmd_reclaim)

@@ -5,11 +5,10 @@ additive estimate, and the contiguity of the simulated memory (Table 4.7)."""
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from xlat.cli.common import CliError, progress
+from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 
 def _fmt(v: Any) -> str:
@@ -55,6 +54,7 @@ def print_columns(rows: list[dict[str, Any]], labels: list[tuple[str, str]]) -> 
 def cmd_rmm(args: argparse.Namespace) -> int:
     from xlat.rmm import DESIGNS, evaluate
 
+    take_positional(args, "trace", "TRACE_OR_WORKLOAD")
     designs = tuple(d.strip() for d in args.designs.split(",") if d.strip()) if args.designs else DESIGNS
     if args.threshold < 1:
         raise CliError(f"--threshold must be at least 1 page, not {args.threshold}")
@@ -66,9 +66,8 @@ def cmd_rmm(args: argparse.Namespace) -> int:
         progress=progress(args),
         threshold=args.threshold,
     )
-    if args.json:
-        json.dump(ev.rows, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+    emit_json(args.json, ev.rows)
+    if to_stdout(args):
         return 0
     if "over_4k" in ev.rows[0]:
         print(
@@ -89,7 +88,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "the share of walks the range TLB removes, the Table 4.5 overheads beside xlat's additive "
         "estimate, and the contiguity of the memory at the end (ranges, coverage, sizes).",
     )
-    s.add_argument("trace", metavar="TRACE_OR_WORKLOAD")
+    s.add_argument("trace", nargs="?", metavar="TRACE_OR_WORKLOAD")
     s.add_argument("--cpu", default="skylake", metavar="PRESET", help="CPU preset (default skylake)")
     s.add_argument(
         "--designs",
@@ -100,5 +99,5 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--threshold", type=int, default=8, metavar="PAGES", help="smallest range, in 4KB pages (default 8)"
     )
-    s.add_argument("--json", action="store_true", help="print every figure as JSON")
-    s.set_defaults(func=cmd_rmm)
+    add_json_flag(s, "every figure")
+    s.set_defaults(func=cmd_rmm, parser=s)

@@ -4,11 +4,14 @@ key metrics (``--json``/``--csv`` write every counter)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from xlat.cli.common import CliError, progress
+from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
+from xlat.cli.notice import still_running
+from xlat.cli.numfmt import LEGEND, count, ratio, share
+from xlat.cli.simsets import check_sets, sets_for
 
 
 def sim_runs(args: argparse.Namespace) -> list:
@@ -22,30 +25,29 @@ def sim_runs(args: argparse.Namespace) -> list:
     for p in policies:
         if p not in ("4k", "thp"):
             raise CliError(f"--policies takes 4k and thp (mosaic comes from --layout), not '{p}'")
-    runs = []
-    for kind, name in bases:
-        base = {kind: name, "set": tuple(args.set or ())}
+    runs, labels = [], []
+    for (kind, name), sets in zip(bases, sets_for(list(args.set or ()), bases), strict=True):
+        base = {kind: name, "set": sets}
         if not policies and not args.layout:
             runs.append(Run(**base))
         for p in policies:
             runs.append(Run(**{**base, "set": (f"os.policy={p}", *base["set"])}))
         for lay in args.layout or []:
             runs.append(Run(**base, layout=lay))
+        labels += [name] * (len(runs) - len(labels))
+    check_sets(runs, labels)
     return runs
 
 
 def sim_table(results: list, reports: list | None = None) -> str:
     """Key metrics, one column per configuration (with ``reports``, the energy rows too)."""
 
-    def fmt(v: float) -> str:
-        return f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.3f}"
-
     def level_rows(r, key: str) -> float:
         return r.counters.get(key, 0)
 
     rows: list[tuple[str, list[str]]] = []
 
-    def add(label: str, f) -> None:
+    def add(label: str, f, fmt=count) -> None:
         rows.append((label, [fmt(f(r)) for r in results]))
 
     nlev = max(len([k for k in r.derived if k.endswith(".mpki")]) for r in results)
@@ -59,12 +61,12 @@ def sim_table(results: list, reports: list | None = None) -> str:
                 + level_rows(r, f"tlb_level{lv}.instruction.misses")
             ),
         )
-        add(f"TLB L{lv} MPKI", lambda r, lv=lv: r.derived.get(f"tlb_level{lv}.mpki", 0.0))
+        add(f"TLB L{lv} MPKI", lambda r, lv=lv: r.derived.get(f"tlb_level{lv}.mpki", 0.0), ratio)
     add("L2-TLB hits (H)", lambda r: r.derived["H"])
     add("walks (M)", lambda r: r.derived["M"])
     add("walk cycles (C)", lambda r: r.derived["C"])
-    add("loads per walk", lambda r: r.derived["loads_per_walk"])
-    add("cycles per walk", lambda r: r.derived["cycles_per_walk"])
+    add("loads per walk", lambda r: r.derived["loads_per_walk"], ratio)
+    add("cycles per walk", lambda r: r.derived["cycles_per_walk"], ratio)
     names = [k.split(".")[-1] for k in results[0].counters if k.startswith("walker.loads_hit.")]
     for n in names:
         add(f"walk loads hitting {n}", lambda r, n=n: r.counters.get(f"walker.loads_hit.{n}", 0))
@@ -79,9 +81,9 @@ def sim_table(results: list, reports: list | None = None) -> str:
     add("est. cycles", lambda r: r.derived["time.total_cycles"])
     # Two different costs, shown apart (time.translation_fraction is their sum).
     for label, key in (("walk cycles share", "walk_share"), ("L2-TLB hit cycles share", "tlb_hit_share")):
-        rows.append((label, [f"{100 * r.derived[f'time.{key}']:.1f}%" for r in results]))
+        rows.append((label, [share(r.derived[f"time.{key}"]) for r in results]))
     if reports:
-        add_energy_rows(rows, results, reports, fmt)
+        add_energy_rows(rows, results, reports, ratio)
     head = ["", *[r.label for r in results]]
     widths = [max(len(x) for x in [head[0], *(k for k, _ in rows)])]
     for i in range(len(results)):
@@ -112,7 +114,7 @@ def add_energy_rows(rows: list, results: list, reports: list, fmt) -> None:
     rows.append(("dyn. energy per kilo-instr. (pJ)", [fmt(e.per_ki(e.dynamic_pj)) for e in reports]))
     rows.append(("leakage energy (pJ)", [fmt(e.leakage_pj) for e in reports]))
     rows.append(("total energy (pJ)", [fmt(e.total_pj) for e in reports]))
-    rows.append(("Table 5.3 TLB-miss cycles", [fmt(e.lite_cycles) for e in reports]))
+    rows.append(("Table 5.3 TLB-miss cycles", [count(e.lite_cycles) for e in reports]))
     # Lite runs: Table 5.5's share of each resized TLB's lookups per active way count.
     lite = sorted(
         {(n, x.ways) for e in reports for n, st in e.lite.items() for x in st}, key=lambda k: (k[0], -k[1])
@@ -123,7 +125,7 @@ def add_energy_rows(rows: list, results: list, reports: list, fmt) -> None:
     rows.append(
         (
             "additive TLB-miss cycles",
-            [fmt(r.derived["time.stlb_hit_cycles"] + r.derived["time.walk_cycles"]) for r in results],
+            [count(r.derived["time.stlb_hit_cycles"] + r.derived["time.walk_cycles"]) for r in results],
         )
     )
 
@@ -141,11 +143,26 @@ def write_csv(path: str, results: list, energy_set=None, walk_loads: str = "l1")
         w.writerows(dicts)
 
 
+def rate_line(trace: str, results: list, wall: float) -> str:
+    """Where the time went: the input (generating a workload, decoding a trace) apart from the
+    simulation, whose rate is accesses per second of simulation alone."""
+    acc = sum(r.counters["accesses"] for r in results)
+    input_s = sum(r.timing["input_s"] for r in results)
+    sim_s = sum(r.timing["total_s"] - r.timing["input_s"] for r in results)
+    what = "generating the workload" if trace.startswith("workload:") else "reading the trace"
+    rate = f"{acc / sim_s / 1e6:.1f} M accesses/s" if sim_s > 0 else "too fast to time"
+    line = f"\nsimulated {acc:,} accesses in {wall:.2f} s: {what} {input_s:.2f} s, simulating {sim_s:.2f} s ({rate})"
+    if len(results) > 1:
+        line += f"; times summed over {len(results)} configurations run in parallel"
+    return line
+
+
 def cmd_sim(args: argparse.Namespace) -> int:
     import time
 
     from xlat.sim import simulate_many
 
+    take_positional(args, "trace", "TRACE_OR_WORKLOAD")
     runs = sim_runs(args)
     eset = None
     if args.energy or args.energy_plot:
@@ -153,8 +170,11 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
         eset = energy_set(args.energy)  # a bad set fails before the simulation
     t = time.perf_counter()
-    bar = progress(args) and len(runs) == 1
-    results = simulate_many(args.trace, runs, threads=args.threads, progress=bar)
+    bar = progress(args)
+    # A workload may take seconds to build before the first access is simulated: say so.
+    msg = f"simulating {args.trace} under {len(runs)} configuration(s); this may take a while"
+    with still_running(msg, enabled=not bar):
+        results = simulate_many(args.trace, runs, threads=args.threads, progress=bar)
     secs = time.perf_counter() - t
     reports = None
     if eset is not None:
@@ -170,20 +190,14 @@ def cmd_sim(args: argparse.Namespace) -> int:
             ]
             plot(dict(zip(labels, reports, strict=True)), args.energy_plot)
     if args.json:
-        doc = results[0].data if len(results) == 1 else {"results": [r.data for r in results]}
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=2, sort_keys=True)
-            f.write("\n")
+        emit_json(args.json, results[0].data if len(results) == 1 else {"results": [r.data for r in results]})
     if args.csv:
         write_csv(args.csv, results, eset, args.walk_energy)
-    print(f"trace: {args.trace}")
-    print(sim_table(results, reports))
-    acc = sum(r.counters["accesses"] for r in results)
-    print(
-        f"\nsimulated {acc:,} accesses in {secs:.2f} s ({acc / secs / 1e6:.1f} M accesses/s over "
-        f"{len(results)} configuration(s))",
-        file=sys.stderr,
-    )
+    if not to_stdout(args):
+        print(f"trace: {args.trace}")
+        print(sim_table(results, reports))
+        print(LEGEND)
+    print(rate_line(args.trace, results, secs), file=sys.stderr)
     return 0
 
 
@@ -199,7 +213,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "counter. Several --cpu/--config/--policies/--layout values make several "
         "configurations, simulated in parallel.",
     )
-    s.add_argument("trace", metavar="TRACE_OR_WORKLOAD")
+    s.add_argument("trace", nargs="?", metavar="TRACE_OR_WORKLOAD")
     s.add_argument(
         "--cpu",
         action="append",
@@ -210,8 +224,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--set",
         action="append",
-        metavar="KEY=VALUE",
-        help="override a configuration field, e.g. tlb.stlb.entries=2048 or os.policy=thp; repeatable",
+        metavar="[NAME:]KEY=VALUE",
+        help="override a configuration field, e.g. tlb.stlb.entries=2048 or os.policy=thp, in every "
+        "configuration, or with NAME: (a --cpu preset or --config file name) in that one only, e.g. "
+        "zen4:tlb.l2d.entries=4096; repeatable (docs/config.md)",
     )
     s.add_argument(
         "--policies", metavar="LIST", help="run each configuration with these page policies: 4k,thp"
@@ -238,9 +254,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "level they looked up (levels; the set needs those levels)",
     )
     s.add_argument("--energy-plot", metavar="PNG", help="stacked bar of dynamic energy per configuration")
-    s.add_argument("--json", metavar="OUT", help="write the result(s) as JSON (docs/simulator.md)")
+    add_json_flag(s, "every counter of the result(s) (docs/simulator.md)")
     s.add_argument("--csv", metavar="OUT", help="write one CSV row of counters per configuration")
     s.add_argument(
         "--threads", type=int, default=None, help="threads for several configurations (default: all cores)"
     )
-    s.set_defaults(func=cmd_sim)
+    s.set_defaults(func=cmd_sim, parser=s)

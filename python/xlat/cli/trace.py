@@ -4,11 +4,12 @@ syscalls (:mod:`xlat.tracing`)."""
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
-from xlat.cli.common import add_progress_flags, mib, progress
+from xlat.cli.common import add_progress_flags, progress
+from xlat.cli.jsonopt import add_json_flag, emit_json
+from xlat.cli.notice import still_running
+from xlat.cli.trace_report import TIMEOUT_STATUS, report
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
@@ -17,36 +18,22 @@ def cmd_trace(args: argparse.Namespace) -> int:
     argv = list(args.program)
     if argv and argv[0] == "--":
         argv = argv[1:]
-    r = trace(
-        argv,
-        args.output,
-        skip=args.skip,
-        max_accesses=args.max,
-        ifetch=args.ifetch,
-        level=args.level,
-        progress=progress(args),
-        qemu_args=args.qemu_arg,
-    )
-    if args.json:
-        # A file, not stdout: the traced program owns stdout.
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=2, sort_keys=True)
-            f.write("\n")
-    total = sum(p["accesses"] for p in r["processes"])
-    rate = total / r["seconds"] / 1e6 if r["seconds"] > 0 else float("nan")
-    for p in r["processes"]:
-        per = p["bytes"] / p["accesses"] if p["accesses"] else float("nan")
-        note = " (stopped at --max)" if p["hit_max"] else " (cut short)" if p["truncated"] else ""
-        print(
-            f"wrote {p['path']}: pid {p['pid']}, {p['accesses']:,} accesses, "
-            f"{p['side_events']:,} syscalls, {p['threads']} thread(s), {mib(p['bytes'])} "
-            f"({per:.2f} bytes/access){note}",
-            file=sys.stderr,
+    with still_running(f"tracing {' '.join(argv)[:60]} under QEMU", enabled=not progress(args)):
+        r = trace(
+            argv,
+            args.output,
+            skip=args.skip,
+            max_accesses=args.max,
+            ifetch=args.ifetch,
+            level=args.level,
+            progress=progress(args),
+            qemu_args=args.qemu_arg,
+            timeout=args.timeout,
+            follow_exec=args.follow_exec,
         )
-    print(f"traced in {r['seconds']:.1f} s ({rate:.1f} M accesses/s)", file=sys.stderr)
-    if r["stopped_at_max"]:
-        print(f"stopped {argv[0]} after {args.max:,} accesses (--max)", file=sys.stderr)
-    return 0 if r["stopped_at_max"] else int(r["status"])
+    # To stdout (after the program's own output, which shares it) or to a file.
+    emit_json(args.json, r)
+    return report(r, argv, args.max, args.timeout)
 
 
 def register(sub: Any) -> None:
@@ -57,7 +44,11 @@ def register(sub: Any) -> None:
         "its loads, stores, (optionally) instruction fetches, instruction counts, threads and "
         "mmap/munmap/brk/mremap/madvise/shmat/shmdt/exit syscalls to OUT, compressed, streaming. "
         "A forked child's trace goes to OUT with .<pid>.xlat in place of .xlat. Exits with the "
-        "program's status (0 when stopped by --max).",
+        "program's status (0 when stopped by --max, "
+        f"{TIMEOUT_STATUS} when stopped by --timeout). A program a traced process starts "
+        "with execve runs natively, untraced (a warning says so), unless --follow-exec: then it runs under "
+        "QEMU too, traced to OUT with .<pid>.xlat or .<pid>.1.xlat (the first free; the exec'd program keeps the "
+        "pid) in place of .xlat.",
         epilog="example: xlat trace --skip 1000000 --max 50000000 -o xz.xlat -- xz -9 -k -f big.txt",
     )
     s.add_argument("-o", "--output", required=True, metavar="OUT", help="trace file to write (.xlat)")
@@ -75,6 +66,20 @@ def register(sub: Any) -> None:
         metavar="N_ACCESSES",
         help="stop the program once the trace holds this many accesses",
     )
+    s.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"kill the program (and its children) if it still runs after SECONDS; the trace so far is "
+        f"kept, and xlat trace exits with {TIMEOUT_STATUS}",
+    )
+    s.add_argument(
+        "--follow-exec",
+        action="store_true",
+        help="trace the programs the traced processes start with execve or posix_spawn too, each to a "
+        "file of its own (a preloaded wrapper; default: they run natively, untraced, with a warning)",
+    )
     s.add_argument("--ifetch", action="store_true", help="also record instruction fetches")
     s.add_argument(
         "--level",
@@ -89,7 +94,7 @@ def register(sub: Any) -> None:
         metavar="ARG",
         help="pass ARG to qemu-x86_64 before the plugin (repeatable), e.g. --qemu-arg=-strace",
     )
-    s.add_argument("--json", metavar="FILE", help="also write the summary as JSON to FILE")
+    add_json_flag(s, "the summary (after the program's own output when on stdout)")
     add_progress_flags(s)
     s.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS")
     s.set_defaults(func=cmd_trace)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from xlat.cli.common import human_bytes, print_json, progress, table
+from xlat.cli.common import human_bytes, progress, table
+from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 
 def info_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
@@ -42,17 +43,18 @@ def info_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
     if info["min_addr"] is not None:
         rows.append(("address range", f"{info['min_addr']:#x} .. {info['max_addr']:#x}"))
     if r["file_bytes"] is not None:
-        per = r["file_bytes"] / acc if acc else float("nan")
-        rows.append(("file size", f"{human_bytes(r['file_bytes'])} ({per:.2f} bytes/access)"))
+        per = f" ({r['file_bytes'] / acc:.2f} bytes/access)" if acc else " (no accesses)"
+        rows.append(("file size", f"{human_bytes(r['file_bytes'])}{per}"))
     return rows
 
 
 def cmd_trace_info(args: argparse.Namespace) -> int:
     from xlat.trace import trace_info
 
+    take_positional(args, "trace", "TRACE")
     r = trace_info(args.trace, progress=progress(args))
-    if args.json:
-        print_json(r)
+    emit_json(args.json, r)
+    if to_stdout(args):
         return 0
     print(table(info_rows(r)))
     return 0
@@ -67,7 +69,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "threads, syscalls, markers, touched and mapped footprint, file size per access.",
     )
     s.add_argument(
-        "trace", metavar="TRACE", help="trace file (.xlat), text trace (.txt) or workload:... spec"
+        "trace", nargs="?", metavar="TRACE", help="trace file (.xlat), text trace (.txt) or workload:... spec"
     )
-    s.add_argument("--json", action="store_true", help="print JSON")
-    s.set_defaults(func=cmd_trace_info)
+    add_json_flag(s, "the summary")
+    s.set_defaults(func=cmd_trace_info, parser=s)

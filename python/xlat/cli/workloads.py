@@ -4,19 +4,19 @@ recipes that install and trace real programs (:mod:`xlat.real_workloads`)."""
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
-from xlat.cli.common import CliError, mib, print_json, progress
+from xlat.cli.common import CliError, progress
+from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
+from xlat.cli.trace_report import process_lines
 
 
 def cmd_workloads(args: argparse.Namespace) -> int:
     from xlat.trace import workloads
 
     ws = workloads()
-    if args.json:
-        print_json(ws)
+    emit_json(args.json, ws)
+    if to_stdout(args):
         return 0
     print("Synthetic workloads: use as workload:NAME?key=value&... wherever a trace is accepted.\n")
     for w in ws:
@@ -34,9 +34,8 @@ def cmd_workloads_real(args: argparse.Namespace) -> int:
         if args.output:
             raise CliError("give the recipe to trace: xlat workloads real NAME -o OUT")
         rs = rw.recipes()
-        if args.json:
-            json.dump([r.__dict__ | {"script": r.script is not None} for r in rs], sys.stdout, indent=2)
-            sys.stdout.write("\n")
+        emit_json(args.json, [r.__dict__ | {"script": r.script is not None} for r in rs])
+        if to_stdout(args):
             return 0
         print(
             "Real-program recipes: xlat workloads real NAME -o OUT installs what NAME needs and traces it.\n"
@@ -51,15 +50,15 @@ def cmd_workloads_real(args: argparse.Namespace) -> int:
     if not args.output:
         raise CliError(f"give the output: xlat workloads real {args.name} -o OUT")
     r = rw.run(args.name, args.output, skip=args.skip, max_accesses=args.max, progress=progress(args))
-    for p in r["processes"]:
-        per = p["bytes"] / p["accesses"] if p["accesses"] else float("nan")
-        print(f"wrote {p['path']}: {p['accesses']:,} accesses, {mib(p['bytes'])} ({per:.2f} bytes/access)")
+    for line in process_lines(r):
+        print(line)
     return 0 if r["stopped_at_max"] else int(r["status"])
 
 
 def cmd_dispatch(args: argparse.Namespace) -> int:
     """Plain ``xlat workloads`` lists the synthetic workloads; ``xlat workloads real ...`` the
     real-program recipes."""
+    take_positional(args, "set", "", allowed=("real",))
     if args.set is None:
         if args.name or args.output:
             raise CliError("use xlat workloads real NAME -o OUT to trace a real program")
@@ -75,10 +74,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         description="List the synthetic workloads. Use one wherever a trace is accepted, as "
         "workload:NAME?key=value&... (sizes take KiB/MiB/GiB suffixes).",
     )
-    s.add_argument("--json", action="store_true", help="print JSON")
+    add_json_flag(s, "the list")
     s.add_argument("set", nargs="?", choices=["real"], help="real: list the real-program recipes")
     s.add_argument("name", nargs="?", metavar="NAME", help="with real: the recipe to install and trace")
     s.add_argument("-o", "--output", metavar="OUT", help="with real NAME: the trace to write")
     s.add_argument("--skip", type=int, default=None, help="with real NAME: override the warm-up skip")
     s.add_argument("--max", type=int, default=None, help="with real NAME: override the window (accesses)")
-    s.set_defaults(func=cmd_dispatch)
+    s.set_defaults(func=cmd_dispatch, parser=s)

@@ -3,6 +3,7 @@ allocator's report."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,12 @@ class ExperimentError(XlatError, RuntimeError):
 def say(log: Callable[[str], None] | None, msg: str) -> None:
     if log:
         log(msg)
+
+
+def bar(log: Callable[[str], None] | None) -> bool:
+    """Whether the long steps (tracing, simulating) draw a progress bar: when the experiment
+    reports its progress (not ``--quiet``) and stderr is a terminal."""
+    return log is not None and sys.stderr.isatty()
 
 
 def read_map(report_dir: str, pid: int | None = None):

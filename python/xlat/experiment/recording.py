@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from xlat.experiment.common import ExperimentError, read_map, say
+from xlat.experiment.common import ExperimentError, bar, read_map, say
 from xlat.experiment.layouts import base_layout
 from xlat.experiment.program import Program
 
@@ -44,7 +44,7 @@ def record(prog: Program, out: Path, log=None) -> dict[str, Any]:
             qargs += ["-E", f"{k}={v}"]
         say(log, f"trace: {prog.name} under QEMU with the mosaic allocator (whole run) ...")
         t0 = time.perf_counter()
-        summary = tracing.trace(list(prog.argv), str(trace_path), qemu_args=qargs)
+        summary = tracing.trace(list(prog.argv), str(trace_path), qemu_args=qargs, progress=bar(log))
         if summary["status"] != 0:
             raise ExperimentError(f"the traced run of {prog.name} exited with status {summary['status']}.")
         first = summary["processes"][0]

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from xlat.experiment.common import ExperimentError, say
+from xlat.experiment.common import ExperimentError, bar, say
 from xlat.experiment.layouts import HUGE, base_layout, write_layout
 from xlat.layout import Layout
 
@@ -41,7 +41,13 @@ def miss_profile(
     if r is None:
         lay = write_layout(base_layout(), out / "layouts")
         say(log, "profile: simulating the trace with 4KB pages ...")
-        r = simulate(str(trace), cpu=cpu, set=[*pools_at(meta), "sim.miss_profile=true"], layout=str(lay))
+        r = simulate(
+            str(trace),
+            cpu=cpu,
+            set=[*pools_at(meta), "sim.miss_profile=true"],
+            layout=str(lay),
+            progress=bar(log),
+        )
         cached.write_text(r.to_json())
     prof = r.miss_profile or {}
     best = None
@@ -90,7 +96,9 @@ def simulate_layouts(
         say(log, f"simulate: {len(todo)} layouts ({cpu} preset, pools at their traced addresses) ...")
         runs = [Run(cpu=cpu, set=tuple(pools_at(meta)), layout=str(paths[lay.name])) for lay in todo]
         t0 = time.perf_counter()
-        for lay, r in zip(todo, simulate_many(str(trace), runs, threads=threads), strict=True):
+        for lay, r in zip(
+            todo, simulate_many(str(trace), runs, threads=threads, progress=bar(log)), strict=True
+        ):
             (d / f"{lay.name}.json").write_text(r.to_json())
             cached[lay.name] = r
         say(log, f"simulate: {time.perf_counter() - t0:.0f} s")

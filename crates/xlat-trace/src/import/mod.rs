@@ -8,6 +8,7 @@
 pub mod champsim;
 pub mod lackey;
 pub mod qemu;
+mod qemu_paths;
 
 use crate::error::{Error, Result};
 use crate::event_source::EventSource;

@@ -365,6 +365,10 @@ pub struct ProcessTrace {
     pub truncated: bool,
     /// Recording stopped at `max`.
     pub hit_max: bool,
+    /// The trace holds the process's `exit`/`exit_group`. Without it (and without `hit_max`) the
+    /// process was killed or replaced itself with another program (`execve`), which QEMU user
+    /// mode runs natively, untraced.
+    pub exited: bool,
 }
 
 /// The outcome of [`record`].
@@ -390,13 +394,7 @@ pub struct RecordProgress {
     pub seconds: f64,
 }
 
-/// Where the trace of forked child `pid` goes: `OUT` without a trailing `.xlat`, then
-/// `.<pid>.xlat` (`run.xlat` -> `run.4242.xlat`).
-pub fn child_trace_path(out: &Path, pid: u32) -> PathBuf {
-    let s = out.to_string_lossy();
-    let stem = s.strip_suffix(".xlat").unwrap_or(&s);
-    PathBuf::from(format!("{stem}.{pid}.xlat"))
-}
+pub use super::qemu_paths::child_trace_path;
 
 struct Shared {
     accesses: AtomicU64,
@@ -404,6 +402,7 @@ struct Shared {
     processes: AtomicU64,
     root_hit_max: AtomicBool,
     failed: AtomicBool,
+    paths: super::qemu_paths::Paths,
 }
 
 /// Kills the process group on every early return, so no traced program outlives the recorder.
@@ -469,6 +468,12 @@ pub fn record(opts: &RecordOptions, mut progress: impl FnMut(&RecordProgress) ->
         if opts.ifetch { "on" } else { "off" }
     ));
     cmd.arg("--").args(&opts.program);
+    // For the exec wrapper (native/qemu-trace/xlat_exec_shim.c, configured by XLAT_EXEC_SHIM):
+    // exec'd programs run under QEMU again and connect here. Only then: the guest's environment
+    // (and with it its startup's accesses) stays as it was.
+    if std::env::var_os("XLAT_EXEC_SHIM").is_some() {
+        cmd.env("XLAT_TRACE_SOCK", &sock);
+    }
     // Its own process group, so that stopping at --max also stops forked children.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let child = cmd.spawn().map_err(|e| {
@@ -484,6 +489,7 @@ pub fn record(opts: &RecordOptions, mut progress: impl FnMut(&RecordProgress) ->
         processes: AtomicU64::new(0),
         root_hit_max: AtomicBool::new(false),
         failed: AtomicBool::new(false),
+        paths: Default::default(),
     });
     let mut handlers = Vec::new();
     let mut status: Option<std::process::ExitStatus> = None;
@@ -560,7 +566,7 @@ pub fn record(opts: &RecordOptions, mut progress: impl FnMut(&RecordProgress) ->
     if let Some(e) = first_err {
         return Err(e);
     }
-    processes.sort_by_key(|p| (p.pid != root_pid, 0));
+    processes.sort_by_key(|p| p.path != opts.out);
     let st = status.expect("loop ends after the program exited");
     let code = st.code().unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&st).unwrap_or(0));
     Ok(RecordSummary { status: code, stopped_at_max, interrupted, processes, seconds: start.elapsed().as_secs_f64() })
@@ -574,14 +580,21 @@ fn serve(stream: UnixStream, opts: &RecordOptions, root_pid: u32, shared: &Share
     // Whole 1M-access blocks compress better than one block per 64K-access batch.
     raw.set_batch_target(crate::format::MAX_BLOCK_ACCESSES - (1 << 16));
     let hello = *raw.hello();
-    let root = hello.pid == root_pid;
-    let path = if root { opts.out.clone() } else { child_trace_path(&opts.out, hello.pid) };
+    let path = shared.paths.take(&opts.out, hello.pid, hello.pid == root_pid);
+    let root = path == opts.out;
     let mut header = opts.header.clone();
     header.threads = vec![hello.pid];
     header.metadata.insert("pid".into(), hello.pid.into());
     header.metadata.insert("ppid".into(), hello.ppid.into());
     if !root {
         header.metadata.insert("forked_child".into(), true.into());
+    }
+    // What this process runs: `qemu ... -- PATH ARGS` (an exec'd program, see xlat_exec_shim.c).
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", hello.pid)).unwrap_or_default();
+    let args: Vec<String> = cmdline.split(|&b| b == 0).map(|s| String::from_utf8_lossy(s).into_owned()).collect();
+    if let Some(i) = args.iter().position(|a| a == "--") {
+        let run: Vec<String> = args[i + 1..].iter().filter(|a| !a.is_empty()).cloned().collect();
+        header.metadata.insert("argv_run".into(), run.into());
     }
     let tmp = PathBuf::from(format!("{}.partial", path.display()));
     let file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
@@ -615,6 +628,7 @@ fn serve(stream: UnixStream, opts: &RecordOptions, root_pid: u32, shared: &Share
         });
         let mut n = 0u64;
         let mut hit_max = false;
+        let mut exited = false;
         let mut last_bytes = w.bytes_written();
         let mut write_err = None;
         while let Ok(mut b) = full_rx.recv() {
@@ -628,6 +642,7 @@ fn serve(stream: UnixStream, opts: &RecordOptions, root_pid: u32, shared: &Share
                 write_err = Some(io(e));
                 break;
             }
+            exited |= b.side.iter().any(|s| matches!(&s.body, SideBody::Syscall(c) if c.kind == SyscallKind::Exit));
             n += b.len() as u64;
             shared.accesses.fetch_add(b.len() as u64, Ordering::Relaxed);
             let bytes = w.bytes_written();
@@ -664,6 +679,7 @@ fn serve(stream: UnixStream, opts: &RecordOptions, root_pid: u32, shared: &Share
             bytes: 0,
             truncated,
             hit_max,
+            exited,
         })
     })();
     match result {

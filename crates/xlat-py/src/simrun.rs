@@ -1,0 +1,103 @@
+//! Simulating one trace under several configurations for `xlat._native.simulate`: in parallel
+//! (as `xlat_core::simulate_many`, whose scheduling this follows), with one progress bar over
+//! all of them, and timing what each run spends opening and reading its input (decoding a trace,
+//! generating a workload) apart from the simulation itself, so that the CLI can report both.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use xlat_core::sim::SimResult;
+use xlat_core::sim::{open_source, Error};
+use xlat_core::Config;
+use xlat_trace::{Batch, EventSource, Footer, Header};
+
+/// Seconds one run spent: opening its input, waiting for its batches (the input's own work
+/// that no other thread hid), and in all.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timing {
+    pub open_s: f64,
+    pub input_s: f64,
+    pub total_s: f64,
+}
+
+/// A source that adds up the time its `next_batch` takes.
+struct Timed {
+    inner: Box<dyn EventSource>,
+    secs: f64,
+}
+
+impl EventSource for Timed {
+    fn header(&self) -> &Header {
+        self.inner.header()
+    }
+    fn next_batch(&mut self, batch: &mut Batch) -> xlat_trace::Result<bool> {
+        let t = Instant::now();
+        let r = self.inner.next_batch(batch);
+        self.secs += t.elapsed().as_secs_f64();
+        r
+    }
+    fn progress(&self) -> (u64, Option<u64>) {
+        self.inner.progress()
+    }
+    fn footer(&self) -> Option<&Footer> {
+        self.inner.footer()
+    }
+}
+
+/// One run's outcome.
+type Outcome = Result<(SimResult, Timing), Error>;
+
+/// Simulate `spec` under `cfgs` on up to `threads` threads; with `progress`, one bar over the
+/// work of every run. Results (and timings) in configuration order.
+pub fn simulate_timed(spec: &str, cfgs: &[Config], threads: usize, progress: bool) -> Vec<Outcome> {
+    let n = cfgs.len().max(1);
+    let pipeline = threads >= 2 * n;
+    let threads = threads.clamp(1, n);
+    let bar = progress.then(|| {
+        let b = crate::progress::bar(0, crate::progress::BAR);
+        b.set_message(if cfgs.len() == 1 { "simulating".to_string() } else { format!("simulating 0/{n} done") });
+        // Drawn every second from the start, also while a workload builds its data on opening.
+        b.enable_steady_tick(std::time::Duration::from_secs(1));
+        b
+    });
+    let positions: Vec<AtomicU64> = cfgs.iter().map(|_| AtomicU64::new(0)).collect();
+    let done = AtomicUsize::new(0);
+    let next = AtomicUsize::new(0);
+    let out: Vec<Mutex<Option<Outcome>>> = cfgs.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= cfgs.len() {
+                    break;
+                }
+                let t0 = Instant::now();
+                let r = open_source(spec, pipeline).and_then(|src| {
+                    let open_s = t0.elapsed().as_secs_f64();
+                    if let Some(b) = &bar {
+                        b.inc_length(src.progress().1.unwrap_or(0));
+                    }
+                    let mut timed = Timed { inner: src, secs: 0.0 };
+                    let r = xlat_core::simulate(&mut timed, spec, &cfgs[i], |src| {
+                        if let Some(b) = &bar {
+                            positions[i].store(src.progress().0, Ordering::Relaxed);
+                            b.set_position(positions.iter().map(|p| p.load(Ordering::Relaxed)).sum());
+                        }
+                    })?;
+                    let timing = Timing { open_s, input_s: open_s + timed.secs, total_s: t0.elapsed().as_secs_f64() };
+                    Ok((r, timing))
+                });
+                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if let (Some(b), true) = (&bar, cfgs.len() > 1) {
+                    b.set_message(format!("simulating {d}/{n} done"));
+                }
+                *out[i].lock().expect("no poisoning") = Some(r);
+            });
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    out.into_iter().map(|m| m.into_inner().expect("no poisoning").expect("every config ran")).collect()
+}
