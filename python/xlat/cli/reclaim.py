@@ -7,8 +7,8 @@ import argparse
 from typing import Any
 
 from xlat.cli.common import grid, human_bytes, progress, table
-from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 from xlat.cli.fidelity import _int, _int_list
+from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 
 def _float(text: str) -> float:
