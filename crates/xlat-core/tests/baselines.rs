@@ -30,7 +30,7 @@ struct Seen(Arc<Mutex<Vec<(u64, u64, Translated)>>>);
 
 impl AccessObserver for Seen {
     fn access(&mut self, a: &Observed) {
-        self.0.lock().unwrap().push((a.va, a.pfn, a.at));
+        self.0.lock().unwrap().push((a.va, a.pfn(), a.at));
     }
 }
 

@@ -45,7 +45,7 @@ fn tiny_trace() -> Batch {
 #[test]
 fn the_mre_load_and_the_sub_page_bits_by_hand() {
     let s = Simulator::new(&prism_cfg(&[])).expect("simulator");
-    assert_eq!(s.variant(), "general");
+    assert_eq!(s.variant(), "prism");
     let (_, c) = run(s, &[tiny_trace()]);
     // Three 2MB pages, each walked once (their first touch), each walk loading its MRE.
     assert_eq!(c["walker.walks_2m"], 3);
@@ -172,4 +172,55 @@ fn bad_prism_configuration_is_one_sentence() {
     let sets = ["os.metadata=registry".to_string(), "prism.access_bits=64".to_string()];
     let e = Config::from_toml("tiny", text, &sets).expect_err("64 bits");
     assert!(e.to_string().contains("prism.access_bits = 64 must be 0 (none) or 1, 2, 4, 8, 16 or 32"), "{e}");
+}
+
+/// A trace that unmaps its THP region and maps it again, at the same and at other addresses
+/// (frames change hands between 2MB regions).
+fn remapping_trace() -> Vec<Batch> {
+    use xlat_trace::{SideBody, Syscall, SyscallKind};
+    let base = 0x7000_0000_0000u64;
+    let mut batches = Vec::new();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut ic = 0u64;
+    for round in 0..6u64 {
+        let mut b = Batch::default();
+        let at = base + (round % 3) * (1 << 30);
+        mmap(&mut b, at, 256 << 20, ANON);
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ic += 1;
+            let kind = if x & 1 == 0 { AccessKind::Load } else { AccessKind::Store };
+            b.push_access(Access { addr: at + (x >> 8) % (256 << 20), icount: ic, tid: 1, size: 8, kind });
+        }
+        let s = Syscall { kind: SyscallKind::Munmap, args: [at, 256 << 20, 0, 0, 0, 0], ret: 0 };
+        b.push_side(1, ic, SideBody::Syscall(s));
+        batches.push(b);
+    }
+    batches
+}
+
+#[test]
+fn the_prism_loop_and_the_mre_memo_change_no_count() {
+    let thp = ["os.metadata=registry", "os.policy=thp", "os.thp=always", "prism.enabled=true"];
+    for (batches, sets) in [
+        (remapping_trace(), &thp[..]),
+        (mixed_trace(120_000, G, true), &thp[..]),
+        (mixed_trace(120_000, G, true), &["os.metadata=registry", "prism.enabled=true"][..]),
+    ] {
+        let cfg = preset("skylake", sets);
+        let fast = Simulator::new(&cfg).expect("simulator");
+        assert_eq!(fast.variant(), "prism");
+        let (_, fast) = run(fast, &batches);
+        assert!(fast["prism.mre_loads"] >= 32, "{}", fast["prism.mre_loads"]);
+        // The general loop, with the memo, and without it (every walk's MRE found the slow way).
+        let general = Simulator::with_observer(&cfg, Prism::new(&cfg)).expect("simulator");
+        assert_eq!(general.variant(), "general");
+        let (_, general) = run(general, &batches);
+        assert_eq!(fast, general, "{sets:?}");
+        let slow = Simulator::with_observer(&cfg, Prism::new(&cfg).without_memo()).expect("simulator");
+        let (_, slow) = run(slow, &batches);
+        assert_eq!(fast, slow, "{sets:?}");
+    }
 }

@@ -36,7 +36,7 @@ impl AccessObserver for Census {
             Translated::Untranslated => self.untranslated += 1,
         }
         if a.at != Translated::Untranslated
-            && a.va >> 12 & ((a.size.bytes() >> 12) - 1) != a.pfn & ((a.size.bytes() >> 12) - 1)
+            && a.va >> 12 & ((a.size.bytes() >> 12) - 1) != a.pfn() & ((a.size.bytes() >> 12) - 1)
         {
             self.misaligned += 1;
         }
@@ -267,7 +267,7 @@ struct Frames(std::sync::Arc<std::sync::Mutex<Vec<(u64, u64, Translated)>>>);
 
 impl AccessObserver for Frames {
     fn access(&mut self, a: &Observed) {
-        self.0.lock().unwrap().push((a.va, a.pfn, a.at));
+        self.0.lock().unwrap().push((a.va, a.pfn(), a.at));
     }
 }
 

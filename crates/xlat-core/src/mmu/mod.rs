@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod keys;
 mod lite;
 mod memo;
+pub(crate) use memo::MEMO;
 pub mod prism;
 pub mod psc;
 pub mod range;

@@ -21,10 +21,11 @@ use crate::mem::backend::Backend;
 use crate::mem::Caches;
 use crate::os::pagetable::index;
 use crate::os::Os;
-use crate::sim::observer::{AccessObserver, Observed};
+use crate::sim::observer::{AccessObserver, Observed, MEMO_HINTS};
 use crate::stats::{Counters, Sink};
 use crate::units::PageSize;
 use rustc_hash::FxHashMap;
+use xlat_trace::SideBody;
 
 /// The 9 spare bits of a 2MB PDE (x86-64 bits 52..=60 are free in a 2MB leaf; section 4.1):
 /// bit 0 the MRE present flag, bits 1..=3 the access granularity, bits 4..=6 the dirty
@@ -67,17 +68,42 @@ impl Mre {
     }
 }
 
-/// The bit of a `bits`-bit vector covering the 4KB page of `va` in its 2MB page.
-#[inline(always)]
-fn sub_bit(va: u64, bits: u32) -> u32 {
-    let page = ((va >> 12) & 511) as u32;
-    1 << (page >> (9 - bits.trailing_zeros()))
-}
-
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     pde: PdeBits,
     mre: Mre,
+    /// `9 - log2(bits)` of the access and dirty vectors: the bit of a 4KB page is
+    /// `1 << (page >> shift)` (decoded once from `pde`).
+    a_shift: u8,
+    d_shift: u8,
+    /// The last walk that loaded this MRE: its root, 2MB region and the page tables'
+    /// [`upper_changes`] then. A walk of the same region under the same root, to the same
+    /// frame, while `upper_changes` has not moved, finds the same PD (tables are never freed),
+    /// hence the same MRE address, PDE bits and slot: it skips the software walk and the hash
+    /// lookups (host work only; the simulated MRE load is made either way).
+    ///
+    /// [`upper_changes`]: crate::os::pagetable::PageTables::upper_changes
+    root: u32,
+    region: u64,
+    changes: u64,
+    /// The MRE's physical address.
+    pa: u64,
+}
+
+impl Slot {
+    fn new(pde: PdeBits, pa: u64) -> Slot {
+        let shift = |bits: u32| (9 - bits.trailing_zeros()) as u8;
+        Slot {
+            pde,
+            mre: Mre::default(),
+            a_shift: shift(pde.access_bits()),
+            d_shift: shift(pde.dirty_bits()),
+            root: u32::MAX,
+            region: u64::MAX,
+            changes: u64::MAX,
+            pa,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -87,9 +113,9 @@ struct Stats {
     mre_load_cycles: u64,
     /// Walks to a 2MB page whose PDE has no MRE (no MRE load).
     walks_2m_without_mre: u64,
-    /// Accesses to 2MB pages with an MRE, and those of them translated by a TLB (not a walk).
+    /// Accesses to 2MB pages with an MRE (those translated by a TLB, not a walk, are these less
+    /// the MRE loads: each load is the walk of one such access).
     accesses: u64,
-    tlb_hits: u64,
     access_bit_sets: u64,
     dirty_bit_sets: u64,
     /// MRE writes back to the registry (an access that sets an access and a dirty bit writes once).
@@ -110,6 +136,25 @@ pub struct Prism {
     regions: FxHashMap<u64, u32>,
     hit_names: Vec<String>,
     s: Stats,
+    /// Whether walks may use the slots' memo of MRE addresses (see [`Slot`]); off only to test
+    /// that it changes nothing.
+    memo: bool,
+    /// Per [`Observed::hint`], the 4KB page last seen whose bits are set (host-side, no
+    /// simulated state): `va >> 12 << 1 | dirty`, where `dirty` says the dirty bit covering the
+    /// page is set too. An access to that page (a load, or a store if `dirty`) sets nothing new
+    /// and only counts, which is most accesses (at most 64 bits are ever set per MRE; a
+    /// stream's accesses keep their page for hundreds of accesses). Emptied at every walk and
+    /// side event (the only places mappings change) and whenever an MRE starts over.
+    seen: [u64; SEEN],
+}
+
+/// A power of two at least [`MEMO_HINTS`] (so that indexing by hint needs no bounds check).
+const SEEN: usize = MEMO_HINTS.next_power_of_two();
+const NOT_SEEN: u64 = u64::MAX;
+
+#[inline(always)]
+fn seen_index(hint: u8) -> usize {
+    hint as usize & (SEEN - 1)
 }
 
 #[inline(always)]
@@ -136,7 +181,16 @@ impl Prism {
             regions: FxHashMap::default(),
             s: Stats { mre_loads_at: vec![0; hit_names.len()], ..Default::default() },
             hit_names,
+            memo: true,
+            seen: [NOT_SEEN; SEEN],
         }
+    }
+
+    /// This structure with every walk taking the slow path (the software walk and hash
+    /// lookups): the same counts, for tests of the memo.
+    pub fn without_memo(mut self) -> Prism {
+        self.memo = false;
+        self
     }
 
     /// The PDE bits the OS gives the 2MB page at `va`: the `mmdconfig` calls in order (section
@@ -169,7 +223,35 @@ impl Prism {
     }
 
     /// The MRE load of a walk that found the 2MB page at `va`, frame `pfn` (if its PDE has an MRE).
+    #[inline(always)]
     fn load<B: Backend>(&mut self, va: u64, pfn: u64, os: &Os, caches: &mut Caches, backend: &mut B) {
+        let frame = (pfn >> 9) as usize;
+        if let (true, Some(&i)) = (self.memo, self.by_frame.get(frame)) {
+            if i != 0 {
+                let s = &self.slots[i as usize - 1];
+                if s.region == va >> 21 && s.root == os.root() && s.changes == os.tables().upper_changes() {
+                    let pa = s.pa;
+                    self.mre_load(pa, caches, backend);
+                    return;
+                }
+            }
+        }
+        self.load_slow(va, pfn, os, caches, backend);
+    }
+
+    /// The MRE load at `pa` through the caches from the walker's first level, counted.
+    #[inline(always)]
+    fn mre_load<B: Backend>(&mut self, pa: u64, caches: &mut Caches, backend: &mut B) {
+        let (hit, lat) = caches.access(pa, caches.walk_first(), true);
+        let lat = if hit == caches.levels.len() { backend.access(pa, false, true, lat) } else { lat };
+        self.s.mre_loads_at[hit] += 1;
+        self.s.mre_load_cycles += lat;
+    }
+
+    /// [`Prism::load`] without its memo: the PD by a software walk, the PDE bits from the
+    /// `mmdconfig` calls, the slot by the MRE's address.
+    #[inline(never)]
+    fn load_slow<B: Backend>(&mut self, va: u64, pfn: u64, os: &Os, caches: &mut Caches, backend: &mut B) {
         let key = region_key(os.asid(), va);
         let frame = (pfn >> 9) as usize;
         if frame >= self.by_frame.len() {
@@ -185,64 +267,82 @@ impl Prism {
             return;
         };
         let pa = c + 8 * index(va, 2) as u64;
-        let (hit, lat) = caches.access(pa, caches.walk_first(), true);
-        let lat = if hit == caches.levels.len() { backend.access(pa, false, true, lat) } else { lat };
-        self.s.mre_loads_at[hit] += 1;
-        self.s.mre_load_cycles += lat;
+        self.mre_load(pa, caches, backend);
         let n = self.slots.len() as u32;
         let i = *self.slot_of.entry(pa).or_insert(n);
         if i == n {
-            self.slots.push(Slot { pde, mre: Mre::default() });
+            self.slots.push(Slot::new(pde, pa));
         }
         let slot = &mut self.slots[i as usize];
         if slot.pde != pde {
             // The OS changed the page's granularity: the entry starts over.
-            *slot = Slot { pde, mre: Mre::default() };
+            *slot = Slot::new(pde, pa);
+            self.seen = [NOT_SEEN; SEEN];
         }
+        (slot.root, slot.region, slot.changes) = (os.root(), va >> 21, os.tables().upper_changes());
         self.regions.insert(key, i);
         self.by_frame[frame] = i + 1;
     }
 
     /// Set the sub-page bits of an access to a 2MB page (the MRE in the TLB entry, written back).
-    #[inline]
+    #[inline(always)]
     fn touch(&mut self, a: &Observed) {
-        let Some(&i) = self.by_frame.get((a.pfn >> 9) as usize) else {
+        let Some(&i) = self.by_frame.get((a.page >> 9) as usize) else {
             return;
         };
         if i == 0 {
             return;
         }
-        let slot = &mut self.slots[i as usize - 1];
+        let slot = &self.slots[i as usize - 1];
+        let slot_d_shift = slot.d_shift;
         self.s.accesses += 1;
-        self.s.tlb_hits += matches!(a.at, crate::sim::observer::Translated::Level(_)) as u64;
-        let ab = sub_bit(a.va, slot.pde.access_bits());
-        let new_a = slot.mre.access & ab == 0;
-        slot.mre.access |= ab;
-        let mut new_d = false;
-        if a.kind == 1 {
-            let db = sub_bit(a.va, slot.pde.dirty_bits());
-            new_d = slot.mre.dirty & db == 0;
-            slot.mre.dirty |= db;
+        let page = ((a.va >> 12) & 511) as u32;
+        let ab = 1 << (page >> slot.a_shift);
+        let db = ((a.kind == 1) as u32) << (page >> slot.d_shift);
+        if slot.mre.access & ab == 0 || slot.mre.dirty & db != db {
+            self.set_bits(i as usize - 1, ab, db);
         }
-        self.s.access_bit_sets += new_a as u64;
-        self.s.dirty_bit_sets += new_d as u64;
-        self.s.mre_updates += (new_a || new_d) as u64;
+        let dirty = self.slots[i as usize - 1].mre.dirty & (1 << (page >> slot_d_shift)) != 0;
+        self.seen[seen_index(a.hint)] = (a.va >> 12) << 1 | dirty as u64;
+    }
+
+    /// Set access bit `ab` and dirty bits `db` (0 or one bit) of slot `i`, at least one new:
+    /// an MRE update.
+    #[cold]
+    fn set_bits(&mut self, i: usize, ab: u32, db: u32) {
+        let mre = &mut self.slots[i].mre;
+        self.s.access_bit_sets += (mre.access & ab == 0) as u64;
+        self.s.dirty_bit_sets += (mre.dirty & db != db) as u64;
+        self.s.mre_updates += 1;
+        mre.access |= ab;
+        mre.dirty |= db;
     }
 }
 
 impl AccessObserver for Prism {
-    #[inline]
+    #[inline(always)]
     fn access(&mut self, a: &Observed) {
         if a.size == PageSize::Size2M {
+            let vpn = a.va >> 12;
+            let e = self.seen[seen_index(a.hint)];
+            if e >> 1 == vpn && (e & 1 != 0 || a.kind != 1) {
+                self.s.accesses += 1;
+                return;
+            }
             self.touch(a);
         }
     }
 
     #[inline]
     fn walked<B: Backend>(&mut self, va: u64, pfn: u64, size: PageSize, os: &Os, caches: &mut Caches, backend: &mut B) {
+        self.seen = [NOT_SEEN; SEEN];
         if size == PageSize::Size2M {
             self.load(va, pfn, os, caches, backend);
         }
+    }
+
+    fn side(&mut self, _body: &SideBody) {
+        self.seen = [NOT_SEEN; SEEN];
     }
 }
 
@@ -260,11 +360,11 @@ impl Counters for Prism {
             mre_load_cycles,
             walks_2m_without_mre,
             accesses,
-            tlb_hits,
             access_bit_sets,
             dirty_bit_sets,
             mre_updates
         );
+        out.put(format_args!("prism.tlb_hits"), s.accesses - s.mre_loads_at.iter().sum::<u64>());
         out.put(format_args!("prism.registry_entries"), self.slots.len() as u64);
         let (a, d) = self.slots.iter().fold((0u64, 0u64), |(a, d), x| {
             (a + x.mre.access.count_ones() as u64, d + x.mre.dirty.count_ones() as u64)

@@ -164,6 +164,8 @@ pub struct PageTables {
 struct RegionMemo {
     slots: Vec<RegionSlot>,
     generation: u32,
+    /// Invalidations so far (never wraps, unlike `generation`): see [`PageTables::upper_changes`].
+    changes: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -181,7 +183,7 @@ const NO_REGION: RegionSlot = RegionSlot { region: u64::MAX, root: 0, generation
 
 impl Default for RegionMemo {
     fn default() -> RegionMemo {
-        RegionMemo { slots: vec![NO_REGION; REGION_SLOTS], generation: 0 }
+        RegionMemo { slots: vec![NO_REGION; REGION_SLOTS], generation: 0, changes: 0 }
     }
 }
 
@@ -199,6 +201,7 @@ impl RegionMemo {
     }
 
     fn invalidate(&mut self) {
+        self.changes += 1;
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
             // Slots of the generation that wrapped around would look valid again.
@@ -213,6 +216,15 @@ impl PageTables {
     /// Tables whose tables of `companion_level` (if any) get a companion page.
     pub fn with_companions(companion_level: Option<usize>) -> PageTables {
         PageTables { companion_level, ..PageTables::default() }
+    }
+
+    /// How many times a present entry at level 2 or above was overwritten or removed. While it
+    /// does not change, the table that holds the level-2 entry of an address under a root stays
+    /// the same (tables are never freed), and so does a 2MB leaf's entry (PRISM's memo of MRE
+    /// addresses, mmu/prism.rs).
+    #[inline]
+    pub fn upper_changes(&self) -> u64 {
+        self.regions.changes
     }
 
     pub fn tables(&self) -> usize {

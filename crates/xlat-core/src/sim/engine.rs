@@ -14,7 +14,10 @@
 //! the other designs' code.
 
 use super::epoch::{EpochController, EpochCx, Epochs};
-use super::observer::{AccessObserver, Observed, Translated};
+use super::observer::{AccessObserver, Observed, Translated, MEMO_HINTS};
+
+/// [`Observed::hint`] of an access no memo entry translated.
+const NO_HINT: u8 = (MEMO_HINTS - 1) as u8;
 use super::shape::{AnyShape, SkylakeShape};
 use crate::config::Config;
 use crate::mem::backend::{AnyBackend, Backend, Dram};
@@ -71,6 +74,17 @@ impl Variant for LiteLoop {
     type Observer = super::observer::NoObserver;
     const RANGES: bool = true;
     const LITE: bool = true;
+}
+
+/// PRISM (mmu/prism.rs) on the plain configuration's walker, memory and page TLBs: the plain
+/// loop with PRISM as its access observer.
+pub struct PrismLoop;
+
+impl Variant for PrismLoop {
+    type Handler = RadixWalker;
+    type Backend = Dram;
+    type Observer = crate::mmu::prism::Prism;
+    const RANGES: bool = false;
 }
 
 /// Any configuration: the handler and the backend chosen at run time, range TLBs allowed, and
@@ -189,7 +203,7 @@ impl<V: Variant> Core<V> {
         if let Some(j) = if MEMO { self.mmu.memo_hit(va, rbit) } else { None } {
             if DATA || <V::Observer as AccessObserver>::ACTIVE {
                 let (pfn, size) = self.mmu.memo_translation(j);
-                self.translated::<DATA>(pfn, size, va, kind, Translated::Level(0));
+                self.translated::<DATA>(pfn, size, va, kind, Translated::Level(0), j as u8);
             }
             return Ok(());
         }
@@ -203,14 +217,15 @@ impl<V: Variant> Core<V> {
             self.mmu.probe_first::<MEMO>(S::LANES.l1i, r, va)
         };
         if let Some((pfn, size)) = hit {
-            self.translated::<DATA>(pfn, size, va, kind, Translated::Level(0));
+            self.translated::<DATA>(pfn, size, va, kind, Translated::Level(0), NO_HINT);
             return Ok(());
         }
         // (Checked after the probes: with no first-level TLB the probe list is empty too.)
         if !self.mmu.translates(r) {
             self.untranslated += 1;
             if <V::Observer as AccessObserver>::ACTIVE {
-                let a = Observed { va, pfn: 0, size: PageSize::Size4K, kind, at: Translated::Untranslated };
+                let a =
+                    Observed { va, page: 0, size: PageSize::Size4K, kind, at: Translated::Untranslated, hint: NO_HINT };
                 self.obs.access(&a);
             }
             return Ok(());
@@ -218,20 +233,25 @@ impl<V: Variant> Core<V> {
         self.mmu.count_first_miss(r);
         let (pfn, s) = self.miss::<S>(va, r)?;
         let at = if <V::Observer as AccessObserver>::ACTIVE { self.last_at } else { Translated::Walk };
-        self.translated::<DATA>(pfn, s as u8, va, kind, at);
+        self.translated::<DATA>(pfn, s as u8, va, kind, at, NO_HINT);
         Ok(())
     }
 
     /// After a translation (page at frame `pfn`, size index `size`): the data access through
     /// the caches (if `DATA`) and the observer.
     #[inline(always)]
-    fn translated<const DATA: bool>(&mut self, pfn: u64, size: u8, va: u64, kind: u8, at: Translated) {
+    fn translated<const DATA: bool>(&mut self, pfn: u64, size: u8, va: u64, kind: u8, at: Translated, hint: u8) {
         if DATA {
             self.data_access(pfn, PageSize::from_index(size as usize), va, kind);
         }
         if <V::Observer as AccessObserver>::ACTIVE {
-            let s = PageSize::from_index(size as usize);
-            let a = Observed { va, pfn: pfn + ((va & (s.bytes() - 1)) >> 12), size: s, kind, at };
+            // (A match, not `from_index`'s table: no load or bounds check per access.)
+            let s = match size {
+                0 => PageSize::Size4K,
+                1 => PageSize::Size2M,
+                _ => PageSize::Size1G,
+            };
+            let a = Observed { va, page: pfn, size: s, kind, at, hint };
             self.obs.access(&a);
         }
     }

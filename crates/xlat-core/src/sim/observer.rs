@@ -27,14 +27,30 @@ pub enum Translated {
 pub struct Observed {
     /// The (masked, relocated) virtual address.
     pub va: u64,
-    /// The frame of the 4KB page holding `va` (0 when untranslated).
-    pub pfn: u64,
+    /// The first frame of the page holding `va` (0 when untranslated); see [`Observed::pfn`].
+    pub page: u64,
     /// The size of the page (of the TLB entry that translated it: a splintered entry's size).
     pub size: PageSize,
     /// 0 load, 1 store, 2 instruction fetch.
     pub kind: u8,
     pub at: Translated,
+    /// Which entry of the memo of first-level hits translated the access (`0..MEMO_HINTS - 1`),
+    /// or `MEMO_HINTS - 1` when none did: a host-side key with no simulated meaning. Accesses
+    /// of one hint are to one page while its entry lives (a stream's array keeps its entry), so
+    /// an observer can keep per-hint state of the page last seen.
+    pub hint: u8,
 }
+
+impl Observed {
+    /// The frame of the 4KB page holding `va` (0 when untranslated).
+    #[inline(always)]
+    pub fn pfn(&self) -> u64 {
+        self.page + ((self.va & (self.size.bytes() - 1)) >> 12)
+    }
+}
+
+/// The number of values [`Observed::hint`] takes.
+pub const MEMO_HINTS: usize = crate::mmu::MEMO + 1;
 
 /// What sees every access. `ACTIVE = false` compiles the calls out.
 pub trait AccessObserver: Counters + Send {

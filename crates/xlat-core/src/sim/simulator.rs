@@ -1,7 +1,7 @@
 //! The public face of the simulator: builds the compiled copy of the loop a configuration needs
 //! and dispatches to it once per batch; `simulate` runs a whole trace.
 
-use super::engine::{Core, General, LiteLoop, Plain, Staged, Variant};
+use super::engine::{Core, General, LiteLoop, Plain, PrismLoop, Staged, Variant};
 use super::epoch::EpochController;
 use super::observer::{AccessObserver, NoObserver};
 use super::result::SimResult;
@@ -99,8 +99,12 @@ impl Simulator {
         if cfg.prism().is_some() && cfg.lite.is_some() {
             crate::config::err(format!("config '{}': [lite] and [prism] cannot run together yet.", cfg.name))?;
         }
-        let sim = if cfg.prism().is_some() {
-            // PRISM: the general loop with its structure as the access observer.
+        let sim = if cfg.prism().is_some() && Self::is_plain(cfg) {
+            // PRISM on the plain configuration: the plain loop with its structure as the observer.
+            let core = Core::<PrismLoop>::new(cfg, RadixWalker::new(cfg), Dram, crate::mmu::prism::Prism::new(cfg))?;
+            Simulator { engine: Box::new(core), variant: "prism" }
+        } else if cfg.prism().is_some() {
+            // PRISM with other structures: the general loop with it as the access observer.
             Self::general(cfg, crate::mmu::prism::Prism::new(cfg))?
         } else if cfg.lite.is_some() {
             if !Self::is_staged(cfg) {
@@ -172,7 +176,7 @@ impl Simulator {
         cfg.walker.kind == WalkerKind::Radix && matches!(crate::mem::backend::from_config(cfg), AnyBackend::Dram(_))
     }
 
-    /// Which compiled copy runs: `plain`, `staged`, `lite` or `general`.
+    /// Which compiled copy runs: `plain`, `staged`, `lite`, `prism` or `general`.
     pub fn variant(&self) -> &'static str {
         self.variant
     }
