@@ -4,6 +4,7 @@
 //! The schema is documented in `docs/config.md`; presets live in `configs/cpus/*.toml`.
 
 pub mod bounds;
+pub mod footprint;
 pub mod layout;
 mod lite;
 mod os;

@@ -223,7 +223,10 @@ fn empty_names_low_max_orders_and_multi_line_sets_are_refused() {
     assert!(e.starts_with("config: name is empty"), "{e}");
     for k in [0, 8, 21] {
         let e = bad("", &[&format!("memory.max_order={k}")]);
-        assert_eq!(e, format!("config 't': memory.max_order = {k} must be between 9 (2MB blocks) and 20 (4GB blocks)."));
+        assert_eq!(
+            e,
+            format!("config 't': memory.max_order = {k} must be between 9 (2MB blocks) and 20 (4GB blocks).")
+        );
     }
     assert!(Config::from_toml("t.toml", MIN, &["memory.max_order=9".into()]).is_ok());
     // The value "32" then a second line: refused as a whole, not read as 32.
