@@ -245,6 +245,12 @@ impl TextSource {
             let len = f.metadata().ok().map(|m| m.len());
             (Box::new(BufReader::with_capacity(1 << 20, f)), len)
         };
+        Self::from_reader(lines, path, len)
+    }
+
+    /// Read a text trace from `lines` (`len`: its size in bytes, if known); `path` names it in
+    /// errors.
+    pub fn from_reader(lines: Box<dyn BufRead + Send>, path: &str, len: Option<u64>) -> Result<TextSource> {
         let mut s = TextSource {
             lines,
             name: path.to_string(),
