@@ -53,11 +53,11 @@ def test_wrong_version(tmp_path, small_trace):
     data[8:10] = (7).to_bytes(2, "little")
     f = tmp_path / "v7.xlat"
     f.write_bytes(bytes(data))
-    one_sentence_error(run_xlat("trace-info", str(f), check=False), "version 7.1")
+    one_sentence_error(run_xlat("trace-info", str(f), check=False), "version 7.2")
     # A newer minor version may hold records this xlat cannot skip.
-    data[8:12] = (1).to_bytes(2, "little") + (2).to_bytes(2, "little")
+    data[8:12] = (1).to_bytes(2, "little") + (3).to_bytes(2, "little")
     f.write_bytes(bytes(data))
-    one_sentence_error(run_xlat("trace-info", str(f), check=False), "version 1.2", "1.0 to 1.1")
+    one_sentence_error(run_xlat("trace-info", str(f), check=False), "version 1.3", "1.0 to 1.2")
 
 
 def test_both_format_versions_read_back_the_same(tmp_path):
@@ -78,7 +78,7 @@ def test_both_format_versions_read_back_the_same(tmp_path):
     bad = run_xlat("convert", spec, str(tmp_path / "x.xlat"), "--format-version", "2.0", check=False)
     assert bad.returncode == 2 and "--format-version: invalid choice: '2.0'" in bad.stderr
     with pytest.raises(ValueError, match="format_version"):
-        xlat.convert(spec, str(tmp_path / "x.xlat"), format_version="1.2")
+        xlat.convert(spec, str(tmp_path / "x.xlat"), format_version="1.3")
 
 
 @pytest.mark.parametrize("keep", [0.3, 0.7, 0.999])
@@ -238,7 +238,8 @@ def test_text_round_trip_through_cli(tmp_path, small_trace):
     txt, back, txt2 = tmp_path / "a.txt", tmp_path / "b.xlat", tmp_path / "c.txt"
     run_xlat("convert", str(small_trace), str(txt))
     lines = txt.read_text().splitlines()
-    assert lines[0] == "#xlat-text 1" and lines[1].startswith("#header {")
+    assert lines[0] == "#xlat-text 2" and lines[1].startswith("#header {")
+    assert lines[-1].startswith('#end {"accesses":20000,"side_events":')
     assert lines[2].startswith("S 1 ") and " brk " in lines[2]
     run_xlat("convert", str(txt), str(back))
     run_xlat("convert", str(back), str(txt2))
@@ -295,12 +296,16 @@ def render(events) -> str:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(event_line, max_size=300))
 def test_every_event_kind_round_trips(tmp_path, events):
-    """Text -> compressed format -> text is the identity, for random mixes of every event kind."""
+    """Text -> compressed format -> text is the identity, for random mixes of every event kind
+    (written as text version 2: the first line names it, the last holds the totals)."""
     src = tmp_path / "in.txt"
     src.write_text(render(events))
     xlat.convert(str(src), str(tmp_path / "mid.xlat"))
     xlat.convert(str(tmp_path / "mid.xlat"), str(tmp_path / "out.txt"))
-    assert (tmp_path / "out.txt").read_text() == src.read_text()
+    out, want = (tmp_path / "out.txt").read_text().splitlines(), src.read_text().splitlines()
+    assert out[0] == "#xlat-text 2" and out[1:-1] == want[1:]
+    n = sum(tag == "A" for tag, _ in events)
+    assert out[-1].startswith(f'#end {{"accesses":{n},"side_events":{len(events) - n},')
 
 
 def test_bad_text_line_names_the_line(tmp_path):

@@ -111,15 +111,16 @@ def read_accesses(spec: str, limit: int | None = None, progress: bool = False) -
 
 
 # Trace format versions this xlat writes, oldest first (the last is the current one).
-FORMAT_VERSIONS = ("1.0", "1.1")
+FORMAT_VERSIONS = ("1.0", "1.1", "1.2")
 
 
 def convert(
     spec: str, out: str, level: int = 3, progress: bool = False, format_version: str = FORMAT_VERSIONS[-1]
 ) -> dict[str, Any]:
     """Write ``spec`` to ``out``: the text form if ``out`` ends in ``.txt``, else the compressed
-    xlat format (zstd ``level`` 1-19) in ``format_version`` ("1.1", the current one, or "1.0"
-    for readers that predate repeat records). Returns a summary dict."""
+    xlat format (zstd ``level`` 1-19) in ``format_version`` ("1.2", the current one, with
+    numbered blocks; "1.1" or "1.0" for older readers). Returns a summary dict. Converting a
+    1.0/1.1 file to 1.2 upgrades it, so that reordered or dropped blocks are detected."""
     if not 1 <= level <= 19:
         raise ValueError(f"level must be between 1 and 19, not {level}")
     if format_version not in FORMAT_VERSIONS:

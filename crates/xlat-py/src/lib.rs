@@ -215,17 +215,13 @@ fn convert(py: Python<'_>, spec: &str, out: &str, level: i32, progress: bool, mi
             let bar = Progress::new(progress, src.as_ref(), "converting");
             let mut b = Batch::default();
             if text::is_text_path(&out) {
-                let mut w = BufWriter::with_capacity(1 << 20, file);
-                text::write_header(&mut w, src.header()).map_err(io)?;
-                let mut n = 0u64;
+                let mut w = text::TextWriter::new(BufWriter::with_capacity(1 << 20, file), src.header())?;
                 while src.next_batch(&mut b)? {
-                    for e in b.events() {
-                        text::write_event(&mut w, &e).map_err(io)?;
-                    }
-                    n += b.len() as u64;
+                    w.write_batch(&b)?;
                     bar.update(src.as_ref());
                 }
-                w.flush().map_err(io)?;
+                let n = w.accesses();
+                w.finish()?.flush().map_err(io)?;
                 Ok(serde_json::json!({"accesses": n, "format": "text"}))
             } else {
                 let mut w =
@@ -269,6 +265,7 @@ fn trace_info(py: Python<'_>, spec: &str, progress: bool) -> PyResult<String> {
             if spec.starts_with("workload:") { None } else { std::fs::metadata(spec).ok().map(|m| m.len()) };
         Ok(serde_json::json!({
             "source": spec,
+            "format": src.format(),
             "header": src.header(),
             "footer": src.footer(),
             "file_bytes": file_bytes,

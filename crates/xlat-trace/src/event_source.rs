@@ -21,6 +21,11 @@ pub trait EventSource: Send {
     fn footer(&self) -> Option<&Footer> {
         None
     }
+    /// The file format and version read, with what it cannot verify (workloads: none), e.g.
+    /// `"xlat 1.2"`, or `"text 1 (no end line: ...)"`.
+    fn format(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Accesses per batch of the synthetic workloads and of the text-trace reader.

@@ -3,8 +3,9 @@
 use crate::error::{Error, Result};
 use crate::event::Batch;
 use crate::event_source::EventSource;
-use crate::format::{self, Footer, Header};
+use crate::format::{self, Footer, Header, ThreadSpan};
 use crate::input::read_full;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
@@ -25,6 +26,12 @@ pub struct TraceReader<R: Read> {
     accesses: u64,
     side_events: u64,
     blocks: u64,
+    /// The file's format version is 1.`minor`; from 1.2 on its blocks are numbered.
+    minor: u16,
+    /// Each thread's instruction count at the end of the blocks read so far, and the spans of
+    /// the block just decoded (instruction counts must not go back from block to block).
+    last_icount: HashMap<u32, u64>,
+    spans: Vec<ThreadSpan>,
 }
 
 impl TraceReader<BufReader<File>> {
@@ -104,6 +111,9 @@ impl<R: Read> TraceReader<R> {
             accesses: 0,
             side_events: 0,
             blocks: 0,
+            minor,
+            last_icount: HashMap::new(),
+            spans: Vec::new(),
         })
     }
 
@@ -114,6 +124,18 @@ impl<R: Read> TraceReader<R> {
     /// The footer, once the end record has been read.
     pub fn footer(&self) -> Option<&Footer> {
         self.footer.as_ref()
+    }
+
+    /// The file's format version, (major, minor).
+    pub fn version(&self) -> (u16, u16) {
+        (format::VERSION_MAJOR, self.minor)
+    }
+
+    /// Whether the file's blocks carry sequence numbers (format 1.2 on), so that blocks
+    /// reordered, repeated or dropped are detected. Older files are read with their block
+    /// order unverified (`xlat convert` upgrades them).
+    pub fn order_verified(&self) -> bool {
+        self.minor >= format::SEQ_MINOR
     }
 
     pub fn name(&self) -> &str {
@@ -132,6 +154,24 @@ impl<R: Read> TraceReader<R> {
 
     fn corrupt(&self, offset: u64, detail: impl Into<String>) -> Error {
         Error::Corrupt { what: self.name.clone(), offset, detail: detail.into() }
+    }
+
+    /// Instruction counts never go back within a thread, also from one block to the next (the
+    /// rule the writer and the text reader enforce).
+    fn check_spans(&mut self, at: u64) -> Result<()> {
+        for k in 0..self.spans.len() {
+            let ThreadSpan { tid, first, last } = self.spans[k];
+            let prev = self.last_icount.get(&tid).copied();
+            if last < first || prev.is_some_and(|p| first < p) {
+                let from = if last < first { first } else { prev.unwrap_or(0) };
+                return Err(self.corrupt(
+                    at,
+                    format!("instruction count of thread {tid} goes back from {from} to {}", last.min(first)),
+                ));
+            }
+            self.last_icount.insert(tid, last);
+        }
+        Ok(())
     }
 
     fn truncated(&self) -> Error {
@@ -156,11 +196,14 @@ impl<R: Read> TraceReader<R> {
         }
         match tag[0] {
             format::TAG_BLOCK => {
-                let mut fr = [0u8; 20];
-                if read_full(&mut self.input, &mut fr)? < 20 {
+                // 1.2 on: u64 sequence number, then the counts (see docs/trace-format.md).
+                let head = if self.order_verified() { 28 } else { 20 };
+                let mut fr = [0u8; 28];
+                if read_full(&mut self.input, &mut fr[..head])? < head {
                     return Err(self.truncated());
                 }
-                let w = |k: usize| u32::from_le_bytes(fr[4 * k..4 * k + 4].try_into().unwrap()) as usize;
+                let (seq, counts) = fr[..head].split_at(head - 20);
+                let w = |k: usize| u32::from_le_bytes(counts[4 * k..4 * k + 4].try_into().unwrap()) as usize;
                 let (n_access, n_side, raw_len, comp_len, crc) = (w(0), w(1), w(2), w(3), w(4) as u32);
                 if raw_len > format::MAX_BLOCK_RAW
                     || comp_len > format::MAX_BLOCK_RAW
@@ -172,8 +215,23 @@ impl<R: Read> TraceReader<R> {
                 if read_full(&mut self.input, &mut self.comp)? < comp_len {
                     return Err(self.truncated());
                 }
-                if crc32fast::hash(&self.comp) != crc {
+                let mut hasher = crc32fast::Hasher::new();
+                hasher.update(seq);
+                hasher.update(&self.comp);
+                if hasher.finalize() != crc {
                     return Err(self.corrupt(at, "block checksum does not match"));
+                }
+                if !seq.is_empty() {
+                    let seq = u64::from_le_bytes(seq.try_into().unwrap());
+                    if seq != self.blocks {
+                        return Err(self.corrupt(
+                            at,
+                            format!(
+                                "block {seq} stands where block {} belongs (blocks were reordered, repeated or dropped)",
+                                self.blocks
+                            ),
+                        ));
+                    }
                 }
                 self.raw.clear();
                 self.raw.reserve(raw_len);
@@ -182,11 +240,13 @@ impl<R: Read> TraceReader<R> {
                     Ok(_) => return Err(self.corrupt(at, "block decompresses to the wrong size")),
                     Err(e) => return Err(self.corrupt(at, format!("block does not decompress ({e})"))),
                 }
-                let (n, s) = format::decode_block(&self.raw, batch).map_err(|d| self.corrupt(at, d))?;
+                let (n, s) =
+                    format::decode_block_spans(&self.raw, batch, &mut self.spans).map_err(|d| self.corrupt(at, d))?;
                 if n != n_access || s != n_side {
                     return Err(self.corrupt(at, "block frame counts disagree with its contents"));
                 }
-                self.offset += 21 + comp_len as u64;
+                self.check_spans(at)?;
+                self.offset += 1 + head as u64 + comp_len as u64;
                 self.accesses += n as u64;
                 self.side_events += s as u64;
                 self.blocks += 1;
@@ -215,10 +275,16 @@ impl<R: Read> TraceReader<R> {
                 }
                 let footer: Footer = serde_json::from_slice(&json)
                     .map_err(|e| self.corrupt(at, format!("end record JSON is invalid ({e})")))?;
-                if footer.accesses != self.accesses
-                    || footer.side_events != self.side_events
-                    || footer.blocks != self.blocks
-                {
+                if footer.blocks != self.blocks {
+                    return Err(self.corrupt(
+                        at,
+                        format!(
+                            "the end record counts {} blocks but {} precede it (blocks were dropped or repeated)",
+                            footer.blocks, self.blocks
+                        ),
+                    ));
+                }
+                if footer.accesses != self.accesses || footer.side_events != self.side_events {
                     return Err(self.corrupt(at, "end record totals disagree with the blocks read"));
                 }
                 self.offset += 1 + 4 + len as u64 + 12;
@@ -260,5 +326,16 @@ impl EventSource for FileSource {
     }
     fn footer(&self) -> Option<&Footer> {
         self.reader.footer()
+    }
+    fn format(&self) -> Option<String> {
+        let (major, minor) = self.reader.version();
+        Some(if self.reader.order_verified() {
+            format!("xlat {major}.{minor}")
+        } else {
+            format!(
+                "xlat {major}.{minor} (blocks not numbered, so some reorderings go undetected; `xlat convert` upgrades it to {major}.{})",
+                format::VERSION_MINOR
+            )
+        })
     }
 }

@@ -1,21 +1,122 @@
 //! The plain text form of a trace, one event per line (see `docs/trace-format.md`):
 //!
 //! ```text
-//! #xlat-text 1
+//! #xlat-text 2
 //! #header {"format":"xlat-trace","producer":...}
 //! A <tid> <icount> <L|S|I> <hex addr> <size>
 //! S <tid> <icount> <syscall> <hex args...> <decimal ret>
 //! M <tid> <icount> ctx <asid> | ipc-send <peer> <bytes> | ipc-recv <peer> <bytes> | phase <id> <name>
+//! #end {"accesses":...,"side_events":...,"threads":[...]}
 //! ```
+//!
+//! Version 2 ends with the `#end` line (the totals, as the binary end record's), so that a cut
+//! file is reported as truncated; version 1 files, without it, are still read.
 
 use crate::error::{Error, Result};
 use crate::event::{Access, Batch, Event, Marker, SideBody, Syscall, SyscallKind};
 use crate::event_source::{EventSource, WORKLOAD_BATCH};
-use crate::format::{kind_from_letter, Header};
+use crate::format::{kind_from_letter, Header, ThreadTotals};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 
-pub const TEXT_MAGIC: &str = "#xlat-text 1";
+/// The first line of a text trace this xlat writes.
+pub const TEXT_MAGIC: &str = "#xlat-text 2";
+/// The first line of a version 1 text trace (no end line; still read).
+pub const TEXT_MAGIC_V1: &str = "#xlat-text 1";
+/// The prefix of version 2's last line.
+pub const END_PREFIX: &str = "#end ";
+
+/// The totals on a version 2 text trace's end line.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextEnd {
+    pub accesses: u64,
+    pub side_events: u64,
+    /// Per thread (by thread id): accesses, and the largest instruction count seen.
+    pub threads: Vec<ThreadTotals>,
+}
+
+/// Running totals of a text trace, kept by the writer and checked by the reader.
+#[derive(Default)]
+struct Totals {
+    accesses: u64,
+    side_events: u64,
+    threads: HashMap<u32, ThreadTotals>,
+    /// Per thread, the instruction count of its last access.
+    last_access: HashMap<u32, u64>,
+}
+
+impl Totals {
+    /// Count `e`; an access whose instruction count is below its thread's previous access's
+    /// is refused (the rule the binary writer enforces).
+    fn add(&mut self, e: &Event) -> std::result::Result<(), String> {
+        let (tid, icount) = match e {
+            Event::Access(a) => {
+                if let Some(&prev) = self.last_access.get(&a.tid) {
+                    if a.icount < prev {
+                        return Err(format!(
+                            "instruction count of thread {} went backwards from {prev} to {}",
+                            a.tid, a.icount
+                        ));
+                    }
+                }
+                self.last_access.insert(a.tid, a.icount);
+                self.accesses += 1;
+                (a.tid, a.icount)
+            }
+            Event::Side { tid, icount, .. } => {
+                self.side_events += 1;
+                (*tid, *icount)
+            }
+        };
+        let t = self.threads.entry(tid).or_insert_with(|| ThreadTotals { tid, ..ThreadTotals::default() });
+        t.accesses += matches!(e, Event::Access(_)) as u64;
+        t.instructions = t.instructions.max(icount);
+        Ok(())
+    }
+
+    fn end(&self) -> TextEnd {
+        let mut threads: Vec<ThreadTotals> = self.threads.values().cloned().collect();
+        threads.sort_by_key(|t| t.tid);
+        TextEnd { accesses: self.accesses, side_events: self.side_events, threads }
+    }
+}
+
+/// Writes the text form: the header lines, events, and at [`TextWriter::finish`] the end line.
+pub struct TextWriter<W: Write> {
+    out: W,
+    totals: Totals,
+}
+
+impl<W: Write> TextWriter<W> {
+    pub fn new(mut out: W, header: &Header) -> Result<Self> {
+        write_header(&mut out, header)?;
+        Ok(TextWriter { out, totals: Totals::default() })
+    }
+
+    /// Write every event of `batch` (instruction counts must not go backwards in a thread).
+    pub fn write_batch(&mut self, batch: &Batch) -> Result<()> {
+        for e in batch.events() {
+            self.totals.add(&e).map_err(Error::InvalidEvent)?;
+            write_event(&mut self.out, &e)?;
+        }
+        Ok(())
+    }
+
+    /// Accesses written so far.
+    pub fn accesses(&self) -> u64 {
+        self.totals.accesses
+    }
+
+    /// Write the end line and return the output (not flushed).
+    pub fn finish(mut self) -> Result<W> {
+        let end = serde_json::to_string(&self.totals.end()).expect("totals serialise");
+        writeln!(self.out, "{END_PREFIX}{end}")?;
+        Ok(self.out)
+    }
+}
 
 /// Whether a path names the text form (by its extension).
 pub fn is_text_path(p: &str) -> bool {
@@ -129,6 +230,10 @@ pub struct TextSource {
     len: Option<u64>,
     done: bool,
     buf: String,
+    /// Version 2 files must end with the end line; version 1 files have none.
+    needs_end: bool,
+    ended: bool,
+    totals: Totals,
 }
 
 impl TextSource {
@@ -140,6 +245,12 @@ impl TextSource {
             let len = f.metadata().ok().map(|m| m.len());
             (Box::new(BufReader::with_capacity(1 << 20, f)), len)
         };
+        Self::from_reader(lines, path, len)
+    }
+
+    /// Read a text trace from `lines` (`len`: its size in bytes, if known); `path` names it in
+    /// errors.
+    pub fn from_reader(lines: Box<dyn BufRead + Send>, path: &str, len: Option<u64>) -> Result<TextSource> {
         let mut s = TextSource {
             lines,
             name: path.to_string(),
@@ -149,19 +260,49 @@ impl TextSource {
             len,
             done: false,
             buf: String::new(),
+            needs_end: true,
+            ended: false,
+            totals: Totals::default(),
         };
         if len == Some(0) {
             return Err(Error::Empty(path.to_string()));
         }
         let first = s.read_line()?.unwrap_or_default();
-        if first != TEXT_MAGIC {
-            return Err(s.err(format!("the first line must be '{TEXT_MAGIC}'")));
+        if first == TEXT_MAGIC_V1 {
+            // Version 1: no end line, so a file cut at a line boundary reads as complete.
+            s.needs_end = false;
+        } else if first != TEXT_MAGIC {
+            return Err(s.err(format!("the first line must be '{TEXT_MAGIC}' (or '{TEXT_MAGIC_V1}')")));
         }
         let second = s.read_line()?.unwrap_or_default();
         let json =
             second.strip_prefix("#header ").ok_or_else(|| s.err("the second line must be '#header {...}'".into()))?;
         s.header = serde_json::from_str(json).map_err(|e| s.err(format!("header JSON is invalid ({e})")))?;
         Ok(s)
+    }
+
+    /// Whether the file declares its totals at its end (version 2), so that a cut file is
+    /// detected.
+    pub fn has_end_line(&self) -> bool {
+        self.needs_end
+    }
+
+    /// Check the end line's totals against the events read.
+    fn end_line(&mut self, json: &str) -> Result<()> {
+        let end: TextEnd =
+            serde_json::from_str(json).map_err(|e| self.err(format!("end line JSON is invalid ({e})")))?;
+        let got = self.totals.end();
+        if end.accesses != got.accesses || end.side_events != got.side_events {
+            return Err(self.err(format!(
+                "the end line counts {} accesses and {} side events, but {} and {} precede it (lines were dropped or repeated)",
+                end.accesses, end.side_events, got.accesses, got.side_events
+            )));
+        }
+        if end.threads != got.threads {
+            return Err(self.err("the end line's per-thread totals disagree with the events before it".into()));
+        }
+        self.ended = true;
+        Ok(())
     }
 
     fn err(&self, detail: String) -> Error {
@@ -191,18 +332,44 @@ impl EventSource for TextSource {
         }
         while batch.len() < WORKLOAD_BATCH {
             let Some(line) = self.read_line()? else {
+                if self.needs_end && !self.ended {
+                    return Err(Error::Truncated { what: self.name.clone(), accesses: self.totals.accesses });
+                }
                 self.done = true;
                 break;
             };
-            if line.is_empty() || line.starts_with('#') {
+            // Blank and whitespace-only lines, and comments, are ignored.
+            if line.trim().is_empty() {
                 continue;
             }
+            if let Some(json) = line.strip_prefix(END_PREFIX).filter(|_| self.needs_end) {
+                if self.ended {
+                    return Err(self.err("a second end line".into()));
+                }
+                self.end_line(json)?;
+                continue;
+            }
+            if line.starts_with('#') {
+                continue;
+            }
+            if self.ended {
+                return Err(self.err("an event follows the end line".into()));
+            }
             let e = parse_event(&line).map_err(|d| self.err(d))?;
+            self.totals.add(&e).map_err(|d| self.err(d))?;
             batch.push_event(e);
         }
         Ok(!batch.has_no_events() || !self.done)
     }
     fn progress(&self) -> (u64, Option<u64>) {
         (self.bytes, self.len)
+    }
+    fn format(&self) -> Option<String> {
+        Some(if self.needs_end {
+            "text 2".into()
+        } else {
+            "text 1 (no end line: a file cut at a line boundary reads as complete; `xlat convert` upgrades it to text 2)"
+                .into()
+        })
     }
 }

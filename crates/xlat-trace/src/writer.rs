@@ -38,6 +38,8 @@ pub struct TraceWriter<W: Write> {
     side_scratch: Vec<SideEvent>,
     footer: Footer,
     bytes: u64,
+    /// Whether block records carry their sequence number (version 1.2 on).
+    numbered: bool,
 }
 
 impl<W: Write> TraceWriter<W> {
@@ -89,6 +91,7 @@ impl<W: Write> TraceWriter<W> {
             side_scratch: Vec::new(),
             footer: Footer::default(),
             bytes: head.len() as u64,
+            numbered: minor >= format::SEQ_MINOR,
         })
     }
 
@@ -202,16 +205,29 @@ impl<W: Write> TraceWriter<W> {
     fn emit_block(&mut self, n_access: usize) -> Result<()> {
         let n_side = self.side_scratch.len();
         self.compress()?;
-        let mut frame = [0u8; 21];
+        // Version 1.2 on: the block's number after the tag, so that a reader sees blocks that
+        // were reordered, repeated or dropped; the checksum covers it.
+        let seq = self.footer.blocks.to_le_bytes();
+        let mut frame = [0u8; 29];
         frame[0] = format::TAG_BLOCK;
-        frame[1..5].copy_from_slice(&(n_access as u32).to_le_bytes());
-        frame[5..9].copy_from_slice(&(n_side as u32).to_le_bytes());
-        frame[9..13].copy_from_slice(&(self.raw.len() as u32).to_le_bytes());
-        frame[13..17].copy_from_slice(&(self.comp.len() as u32).to_le_bytes());
+        let (numbered, rest) = if self.numbered {
+            frame[1..9].copy_from_slice(&seq);
+            (&seq[..], 9)
+        } else {
+            (&[][..], 1)
+        };
+        let counts = [n_access as u32, n_side as u32, self.raw.len() as u32, self.comp.len() as u32];
+        for (k, v) in counts.into_iter().enumerate() {
+            frame[rest + 4 * k..rest + 4 * k + 4].copy_from_slice(&v.to_le_bytes());
+        }
         // zstd's own checksum covers the content, not every bit of the frame (its header has an
         // unused bit a decoder ignores), so the compressed bytes get a checksum of their own.
-        frame[17..21].copy_from_slice(&crc32fast::hash(&self.comp).to_le_bytes());
-        self.out.write_all(&frame)?;
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(numbered);
+        crc.update(&self.comp);
+        frame[rest + 16..rest + 20].copy_from_slice(&crc.finalize().to_le_bytes());
+        let frame = &frame[..rest + 20];
+        self.out.write_all(frame)?;
         self.out.write_all(&self.comp)?;
         self.bytes += (frame.len() + self.comp.len()) as u64;
         self.footer.accesses += n_access as u64;

@@ -48,17 +48,22 @@ fn binary_trace_with_kind_3_is_rejected_naming_the_block() {
     // The block record follows the header: magic and version (12 bytes), u32 length, JSON, CRC.
     let block = 16 + u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize + 4;
     assert_eq!(bytes[block], b'B');
-    let field = |bytes: &[u8], k: usize| u32::from_le_bytes(bytes[block + 1 + 4 * k..][..4].try_into().unwrap());
+    // Its tag, u64 sequence number (format 1.2), then five u32: counts, lengths, checksum.
+    let field = |bytes: &[u8], k: usize| u32::from_le_bytes(bytes[block + 9 + 4 * k..][..4].try_into().unwrap());
     let (raw_len, comp_len) = (field(&bytes, 2) as usize, field(&bytes, 3) as usize);
-    let frame = block + 21;
+    let frame = block + 29;
     let mut raw = zstd::bulk::decompress(&bytes[frame..frame + comp_len], raw_len).unwrap();
     // The payload's seven u32 lengths, then the meta column: access 1 gets kind bits 3.
     assert_eq!(u32::from_le_bytes(raw[8..12].try_into().unwrap()), 3, "all three accesses in the columns");
     raw[28 + 1] |= 3;
     let comp = zstd::bulk::compress(&raw, 3).unwrap();
     let mut damaged = bytes[..frame].to_vec();
-    damaged[block + 13..block + 17].copy_from_slice(&(comp.len() as u32).to_le_bytes());
-    damaged[block + 17..block + 21].copy_from_slice(&crc32fast::hash(&comp).to_le_bytes());
+    damaged[block + 21..block + 25].copy_from_slice(&(comp.len() as u32).to_le_bytes());
+    // The checksum covers the sequence number (0) and the frame.
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&0u64.to_le_bytes());
+    crc.update(&comp);
+    damaged[block + 25..block + 29].copy_from_slice(&crc.finalize().to_le_bytes());
     damaged.extend_from_slice(&comp);
     damaged.extend_from_slice(&bytes.split_off(frame + comp_len));
     let mut r = TraceReader::new(&damaged[..], "t.xlat").unwrap();

@@ -65,8 +65,8 @@ def register_convert(sub: Any, common: argparse.ArgumentParser) -> None:
         "--format-version",
         choices=FORMAT_VERSIONS,
         default=FORMAT_VERSIONS[-1],
-        help="trace format version to write: 1.1 (default) or 1.0, readable by xlat builds that "
-        "predate 1.1's repeat records",
+        help="trace format version to write: 1.2 (default: numbered blocks), or 1.1 or 1.0 for "
+        "xlat builds that predate 1.2's block numbers or 1.1's repeat records",
     )
     add_json_flag(s, "the summary")
     s.set_defaults(func=cmd_convert, parser=s)

@@ -16,6 +16,7 @@ def info_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
     threads = info["threads"]
     rows = [
         ("source", r["source"]),
+        *([("format", r["format"])] if r.get("format") else []),
         ("producer", header.get("producer", "")),
         ("command", " ".join(header.get("command", []))),
         (

@@ -4,6 +4,7 @@
 //! The schema is documented in `docs/config.md`; presets live in `configs/cpus/*.toml`.
 
 pub mod bounds;
+pub mod footprint;
 pub mod layout;
 mod lite;
 mod os;
@@ -206,9 +207,17 @@ impl Config {
         if !(4..=5).contains(&self.os.levels) {
             return err(format!("config '{c}': os.levels = {} must be 4 or 5.", self.os.levels));
         }
+        if c.trim().is_empty() {
+            return err("config: name is empty; give the configuration a name (it labels every result).");
+        }
         let m = &self.memory;
-        if m.max_order > 20 {
-            return err(format!("config '{c}': memory.max_order = {} must be at most 20.", m.max_order));
+        // At least 9: a 2MB block (2MB pages need one, and the buddy allocator keeps its free
+        // memory in blocks of up to this order: below 9, 64GiB is millions of 4KB free blocks).
+        if !(MIN_MAX_ORDER..=20).contains(&m.max_order) {
+            return err(format!(
+                "config '{c}': memory.max_order = {} must be between {MIN_MAX_ORDER} (2MB blocks) and 20 (4GB blocks).",
+                m.max_order
+            ));
         }
         if m.size.0 < (1 << 21) || !m.size.0.is_multiple_of(4096) || m.size.0 > (1u64 << 42) {
             return err(format!(
@@ -504,6 +513,9 @@ impl Config {
         format!("{h:016x}")
     }
 }
+
+/// The smallest `memory.max_order`: order 9, a 2MB block.
+pub const MIN_MAX_ORDER: u32 = 9;
 
 fn check_geometry(w: &str, entries: u64, ways: u64, repl: Replacement) -> Result<()> {
     if entries == 0 {

@@ -60,6 +60,12 @@ pub(crate) fn parse_toml(what: &str, text: &str) -> Result<toml::Table> {
 /// `tlb.l2.entries=2048`. The value is
 /// read as TOML (`2048`, `true`, `"lru"`), or as a string when that fails (`os.policy=thp`).
 pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
+    if assignment.contains(['\n', '\r']) {
+        return err(format!(
+            "--set '{}' holds a line break; give one key=value on one line.",
+            assignment.escape_debug()
+        ));
+    }
     let (key, value) = assignment
         .split_once('=')
         .ok_or_else(|| ConfigError(format!("--set '{assignment}' is not of the form key=value.")))?;

@@ -214,3 +214,23 @@ fn latencies_cycles_energies_and_the_cpi_are_bounded() {
     let e = bad(kinds, &[]);
     assert!(e.contains("read_energy_pj = 1e+300 must be between 0 and 1000000"), "{e}");
 }
+
+#[test]
+fn empty_names_low_max_orders_and_multi_line_sets_are_refused() {
+    let e = Config::from_toml("t.toml", &MIN.replace("name = \"t\"", "name = \"\""), &[]).unwrap_err().0;
+    assert_eq!(e, "config: name is empty; give the configuration a name (it labels every result).");
+    let e = bad("", &["name=\"  \""]);
+    assert!(e.starts_with("config: name is empty"), "{e}");
+    for k in [0, 8, 21] {
+        let e = bad("", &[&format!("memory.max_order={k}")]);
+        assert_eq!(
+            e,
+            format!("config 't': memory.max_order = {k} must be between 9 (2MB blocks) and 20 (4GB blocks).")
+        );
+    }
+    assert!(Config::from_toml("t.toml", MIN, &["memory.max_order=9".into()]).is_ok());
+    // The value "32" then a second line: refused as a whole, not read as 32.
+    let e = bad("", &["tlb.l1.entries=32\nmemory.max_order=0"]);
+    assert_eq!(e, "--set 'tlb.l1.entries=32\\nmemory.max_order=0' holds a line break; give one key=value on one line.");
+    assert_eq!(e.lines().count(), 1);
+}

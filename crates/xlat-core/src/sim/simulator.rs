@@ -96,6 +96,8 @@ impl Simulator {
     /// radix walker, one DRAM, page TLBs only), else the general one.
     pub fn new(cfg: &Config) -> Result<Simulator, Error> {
         cfg.validate()?;
+        // Before anything is allocated: refuse what does not fit in the host's memory.
+        crate::config::footprint::check_host_memory(cfg, crate::config::footprint::mem_available())?;
         if cfg.prism().is_some() && cfg.lite.is_some() {
             crate::config::err(format!("config '{}': [lite] and [prism] cannot run together yet.", cfg.name))?;
         }

@@ -143,9 +143,30 @@ fn sizes_from_meta(out: &mut [MaybeUninit<u16>], m: &[u8]) {
     }
 }
 
+/// One thread's part of a block: the instruction counts it starts at (its thread record's) and
+/// ends at (its last access's, or the start without accesses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadSpan {
+    pub tid: u32,
+    pub first: u64,
+    pub last: u64,
+}
+
 /// Decode one uncompressed block payload, appending its events to `batch`.
 /// Errors are a short description of what is wrong (the caller adds file and offset).
 pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), String> {
+    decode_block_spans(buf, batch, &mut Vec::new())
+}
+
+/// [`decode_block`], also setting `spans` to each thread's instruction counts in the block (in
+/// order of first appearance), so that a reader checks that they do not go back from one
+/// block to the next at a cost per thread, not per access.
+pub fn decode_block_spans(
+    buf: &[u8],
+    batch: &mut Batch,
+    spans: &mut Vec<ThreadSpan>,
+) -> Result<(usize, usize), String> {
+    spans.clear();
     if buf.len() < PAYLOAD_HEADER + PAD {
         return Err("block payload is shorter than its header".into());
     }
@@ -247,6 +268,7 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
                             let addr = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))?;
                             let icount = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))?;
                             threads.push(ThreadState { tid, addr, icount });
+                            spans.push(ThreadSpan { tid, first: icount, last: icount });
                             threads.len() - 1
                         }
                         _ => return Err(format!("thread record for thread {tid} disagrees with the threads seen")),
@@ -297,11 +319,13 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
                     u16::try_from(v).map_err(|_| bad("size"))?
                 };
                 let icode = (m >> 5) as u64;
-                icount += if icode < 7 {
+                let d = if icode < 7 {
                     icode
                 } else {
                     varint::get(ic_col, &mut pi).ok_or_else(|| bad("instruction-count"))?
                 };
+                // A count past 2^64 - 1 would wrap around and go back.
+                icount = icount.checked_add(d).ok_or_else(|| bad("instruction-count"))?;
                 oi.write(icount);
                 os.write(size);
                 ok.write(m & 3);
@@ -340,6 +364,12 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
     }
     if sides_seen != n_side {
         return Err(format!("block announces {n_side} side events but holds {sides_seen}"));
+    }
+    if let Some(c) = cur {
+        threads[c] = st;
+    }
+    for (span, t) in spans.iter_mut().zip(&threads) {
+        span.last = t.icount;
     }
     Ok((n, n_side))
 }

@@ -32,6 +32,9 @@ pub struct BlockEncoder {
     recs_bytes: Vec<u8>,
     /// Whether to write repeat records (format 1.1; 1.0 has none).
     repeats: bool,
+    /// Each thread's instruction count at its last access in the blocks encoded so far: counts
+    /// must not go back from one block to the next either (the reader checks it too).
+    last_icount: std::collections::HashMap<u32, u64>,
 }
 
 impl BlockEncoder {
@@ -101,6 +104,12 @@ impl BlockEncoder {
                         // First appearance in this block: the record carries the thread's start
                         // state, so that its first delta is small too.
                         let first = ThreadState { tid, addr: batch.addr[i], icount: batch.icount[i] };
+                        if let Some(&prev) = self.last_icount.get(&tid).filter(|&&p| first.icount < p) {
+                            return Err(format!(
+                                "instruction count of thread {tid} went backwards from {prev} to {}",
+                                first.icount
+                            ));
+                        }
                         r.push(1);
                         varint::put(r, first.addr);
                         varint::put(r, first.icount);
@@ -152,6 +161,12 @@ impl BlockEncoder {
             let t = &mut totals[tix];
             t.accesses += 1;
             t.instructions = t.instructions.max(icount);
+        }
+        if let Some(c) = cur {
+            self.threads[c] = st;
+        }
+        for t in &self.threads {
+            self.last_icount.insert(t.tid, t.icount);
         }
         for s in &side[si..] {
             if s.pos as usize > n {

@@ -7,8 +7,12 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: &[u8; 8] = b"XLATTRC\0";
 pub const END_MAGIC: &[u8; 8] = b"XLATEND\0";
 pub const VERSION_MAJOR: u16 = 1;
-/// 1.1 added repeat records (side tag 3), which a 1.0 reader cannot skip.
-pub const VERSION_MINOR: u16 = 1;
+/// 1.1 added repeat records (side tag 3), which a 1.0 reader cannot skip; 1.2 numbers the
+/// blocks (a u64 sequence number in each block record, covered by its checksum), so that blocks
+/// reordered, repeated or dropped are reported as corruption.
+pub const VERSION_MINOR: u16 = 2;
+/// The first minor version whose block records carry a sequence number.
+pub const SEQ_MINOR: u16 = 2;
 pub const TAG_BLOCK: u8 = b'B';
 pub const TAG_END: u8 = b'E';
 /// Largest number of accesses in one block; writers split larger batches.

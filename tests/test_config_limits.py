@@ -1,0 +1,36 @@
+"""Configurations too large for the host, with too small a buddy order, an empty name or a
+multi-line --set value: one sentence and exit 1, before anything is allocated or simulated."""
+
+import pytest
+import xlat
+from conftest import run_xlat
+from test_trace_cli import one_sentence_error
+
+W = "workload:gups?size=64MiB&accesses=1000"
+
+
+def test_structures_larger_than_the_host_memory_are_refused(monkeypatch):
+    big = ["--set", "psc.pde.entries=268435456", "--set", "psc.pdpte.entries=268435456"]
+    monkeypatch.setenv("XLAT_MEM_AVAILABLE", str(3 * 10**9))
+    p = run_xlat("sim", W, *big, check=False)
+    one_sentence_error(
+        p,
+        "config 'skylake': its structures need at least 8.6 GB of host memory "
+        "(psc 'pde' 4.3 GB, psc 'pdpte' 4.3 GB), more than the 3.0 GB available on this machine",
+    )
+
+
+@pytest.mark.parametrize(
+    ("setting", "sentence"),
+    [
+        ("memory.max_order=0", "memory.max_order = 0 must be between 9 (2MB blocks) and 20 (4GB blocks)."),
+        ('name=""', "config: name is empty; give the configuration a name"),
+        ("tlb.stlb.entries=32\nmemory.max_order=0", "holds a line break; give one key=value on one line."),
+    ],
+)
+def test_bad_settings_are_one_sentence(setting, sentence):
+    one_sentence_error(run_xlat("sim", W, "--set", setting, check=False), sentence)
+    with pytest.raises(
+        xlat.ConfigError, match=sentence.split(";")[0].replace("(", r"\(").replace(")", r"\)")
+    ):
+        xlat.simulate(W, set=[setting])
