@@ -200,6 +200,9 @@ impl RegionMemo {
         self.slots[(va >> 21) as usize % REGION_SLOTS] = RegionSlot { region: va >> 21, root, generation, pde };
     }
 
+    // (Rare, and out of line so that `map`, inlined in the fault path, stays small.)
+    #[cold]
+    #[inline(never)]
     fn invalidate(&mut self) {
         self.changes += 1;
         self.generation = self.generation.wrapping_add(1);
