@@ -34,6 +34,7 @@
 //! found through an FxHash map from region to a dense slot of two `[u64; 8]` bitmaps; all the
 //! per-G work is popcounts at epoch ends.
 
+use super::clock::InstrClock;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use xlat_trace::{Batch, EventSource, Marker, SideBody};
@@ -57,7 +58,6 @@ const VA_MASK: u64 = (1 << 57) - 1;
 /// The dense address-space index goes above the region number (2^57 / 2MB = 2^36 regions).
 const ASID_SHIFT: u32 = 36;
 const NO_KEY: u64 = u64::MAX;
-const NO_THREAD: u64 = u64::MAX;
 
 /// A 512-bit vector: bit `i` is 4KB page `i` of a 2MB region (or coarse bit `i` at lower G).
 pub type Bits = [u64; WORDS];
@@ -441,12 +441,9 @@ pub struct Fidelity {
     asid_key: u64,
     slots: FxHashMap<u64, u32>,
     regions: Vec<Region>,
-    cur_tid: u64,
-    cur_ic: u64,
-    instructions: u64,
+    clock: InstrClock,
     next_stop: u64,
     // ---- the rest
-    threads: FxHashMap<u32, u64>,
     asids: Vec<u32>,
     /// The current base epoch (0-based).
     epoch: u64,
@@ -472,11 +469,8 @@ impl Fidelity {
             asid_key: 0,
             slots: FxHashMap::default(),
             regions: Vec::new(),
-            cur_tid: NO_THREAD,
-            cur_ic: 0,
-            instructions: 0,
+            clock: InstrClock::new(),
             next_stop: cfg.epoch,
-            threads: FxHashMap::default(),
             asids: vec![0],
             epoch: 0,
             active_epochs: 0,
@@ -494,7 +488,7 @@ impl Fidelity {
 
     /// Instructions counted so far (as the simulator counts them).
     pub fn instructions(&self) -> u64 {
-        self.instructions
+        self.clock.instructions
     }
 
     /// Feed one batch: side events before the accesses they precede.
@@ -522,14 +516,8 @@ impl Fidelity {
     fn run(&mut self, addr: &[u64], icount: &[u64], tid: &[u32], kind: &[u8]) {
         self.accesses += addr.len() as u64;
         for i in 0..addr.len() {
-            let (t, ic) = (tid[i] as u64, icount[i]);
-            if t != self.cur_tid {
-                self.switch_thread(tid[i], ic);
-            } else if ic > self.cur_ic {
-                self.instructions += ic - self.cur_ic;
-                self.cur_ic = ic;
-            }
-            if self.instructions > self.next_stop {
+            self.clock.advance(tid[i], icount[i]);
+            if self.clock.instructions > self.next_stop {
                 self.end_epochs();
             }
             let page = (addr[i] & VA_MASK) >> 12;
@@ -545,26 +533,6 @@ impl Fidelity {
             r.a[w] |= 1 << bit;
             r.d[w] |= store << bit;
         }
-    }
-
-    #[cold]
-    fn switch_thread(&mut self, tid: u32, ic: u64) {
-        if self.cur_tid != NO_THREAD {
-            self.threads.insert(self.cur_tid as u32, self.cur_ic);
-        }
-        match self.threads.get(&tid) {
-            Some(&last) if ic > last => {
-                self.instructions += ic - last;
-                self.cur_ic = ic;
-            }
-            Some(&last) => self.cur_ic = last,
-            // A thread's first access counts one instruction (`sim::engine`'s `set_icount`).
-            None => {
-                self.instructions += 1;
-                self.cur_ic = ic;
-            }
-        }
-        self.cur_tid = tid as u64;
     }
 
     fn switch_space(&mut self, asid: u32) {
@@ -593,7 +561,7 @@ impl Fidelity {
     #[cold]
     fn end_epochs(&mut self) {
         self.end_epoch();
-        self.epoch = (self.instructions - 1) / self.cfg.epoch;
+        self.epoch = (self.clock.instructions - 1) / self.cfg.epoch;
         self.next_stop = (self.epoch + 1) * self.cfg.epoch;
     }
 
@@ -623,7 +591,7 @@ impl Fidelity {
     pub fn finish(mut self) -> FidelityResult {
         self.end_epoch();
         // Base epochs the run spans: ceil(instructions / epoch).
-        let epochs = self.instructions.div_ceil(self.cfg.epoch);
+        let epochs = self.clock.instructions.div_ceil(self.cfg.epoch);
         let gs = self.cfg.granularities.clone();
         for s in &mut self.scales {
             let start = s.window * s.k;
@@ -635,7 +603,7 @@ impl Fidelity {
             granularities: gs.clone(),
             accesses: self.accesses,
             stores: self.stores,
-            instructions: self.instructions,
+            instructions: self.clock.instructions,
             epochs,
             active_epochs: self.active_epochs,
             regions: self.all_regions.len() as u64,

@@ -6,5 +6,6 @@
 //! - [`reclaim`]: eviction under memory pressure with the bits at G per 2MB page (PRISM, seed
 //!   004 Section 6.5).
 
+mod clock;
 pub mod fidelity;
 pub mod reclaim;

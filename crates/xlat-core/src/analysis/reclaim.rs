@@ -33,6 +33,7 @@
 
 use std::collections::VecDeque;
 
+use super::clock::InstrClock;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use xlat_trace::{Batch, EventSource, Marker, SideBody};
@@ -61,7 +62,6 @@ const FRAMES_PER_REGION: u64 = 512;
 const VA_MASK: u64 = (1 << 57) - 1;
 const ASID_SHIFT: u32 = 36;
 const NO_KEY: u64 = u64::MAX;
-const NO_THREAD: u64 = u64::MAX;
 
 type Bits = [u64; 8];
 
@@ -514,10 +514,7 @@ pub struct ReclaimRun {
     regions: u64,
     touched_pages: u64,
     capacity: u64,
-    threads: FxHashMap<u32, u64>,
-    cur_tid: u64,
-    cur_ic: u64,
-    instructions: u64,
+    clock: InstrClock,
     next_stop: u64,
     clears: u64,
     accesses: u64,
@@ -543,10 +540,7 @@ impl ReclaimRun {
             regions,
             touched_pages: fp.pages(),
             capacity,
-            threads: FxHashMap::default(),
-            cur_tid: NO_THREAD,
-            cur_ic: 0,
-            instructions: 0,
+            clock: InstrClock::new(),
             clears: 0,
             accesses: 0,
             stores: 0,
@@ -574,32 +568,13 @@ impl ReclaimRun {
     /// goes past a multiple of the epoch clears the accessed bits first.
     #[inline]
     fn count_instructions(&mut self, tid: u32, ic: u64) {
-        if tid as u64 != self.cur_tid {
-            if self.cur_tid != NO_THREAD {
-                self.threads.insert(self.cur_tid as u32, self.cur_ic);
-            }
-            match self.threads.get(&tid) {
-                Some(&last) if ic > last => {
-                    self.instructions += ic - last;
-                    self.cur_ic = ic;
-                }
-                Some(&last) => self.cur_ic = last,
-                None => {
-                    self.instructions += 1;
-                    self.cur_ic = ic;
-                }
-            }
-            self.cur_tid = tid as u64;
-        } else if ic > self.cur_ic {
-            self.instructions += ic - self.cur_ic;
-            self.cur_ic = ic;
-        }
-        if self.instructions > self.next_stop {
+        self.clock.advance(tid, ic);
+        if self.clock.instructions > self.next_stop {
             self.clears += 1;
             for e in &mut self.engines {
                 e.clear_accessed();
             }
-            self.next_stop = (self.instructions - 1) / self.cfg.epoch * self.cfg.epoch + self.cfg.epoch;
+            self.next_stop = (self.clock.instructions - 1) / self.cfg.epoch * self.cfg.epoch + self.cfg.epoch;
         }
     }
 
@@ -612,7 +587,7 @@ impl ReclaimRun {
             write_bandwidth: self.cfg.write_bandwidth,
             accesses: self.accesses,
             stores: self.stores,
-            instructions: self.instructions,
+            instructions: self.clock.instructions,
             clears: self.clears,
             regions: self.regions,
             footprint_bytes: self.regions * FRAMES_PER_REGION * PAGE,
