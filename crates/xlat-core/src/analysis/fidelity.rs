@@ -96,19 +96,7 @@ impl FidelityConfig {
     /// Check every field; the error is one sentence naming the value and what is allowed.
     pub fn validate(&self) -> Result<(), FidelityError> {
         let bad = |m: String| Err(FidelityError::Config(m));
-        if self.epoch == 0 {
-            return bad("the epoch must be at least 1 instruction, not 0".into());
-        }
-        if self.granularities.is_empty() {
-            return bad("give at least one granularity (bits per 2MB page: 1, 2, 4, ..., 512)".into());
-        }
-        for &g in &self.granularities {
-            if !g.is_power_of_two() || g > 512 {
-                return bad(format!(
-                    "granularity {g} is not a power of two from 1 to 512 (bits per 2MB page: 1, 2, 4, ..., 512)"
-                ));
-            }
-        }
+        super::check_epoch_and_granularities(self.epoch, &self.granularities).or_else(bad)?;
         for &s in &self.scales {
             if s == 0 || s % self.epoch != 0 {
                 return bad(format!(

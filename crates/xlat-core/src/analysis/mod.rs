@@ -9,3 +9,20 @@
 mod clock;
 pub mod fidelity;
 pub mod reclaim;
+
+/// The checks both analyses make of their epoch and granularities (bits per 2MB page): the
+/// problem, in one sentence, if any.
+pub(crate) fn check_epoch_and_granularities(epoch: u64, granularities: &[u32]) -> Result<(), String> {
+    if epoch == 0 {
+        return Err("the epoch must be at least 1 instruction, not 0".into());
+    }
+    if granularities.is_empty() {
+        return Err("give at least one granularity (bits per 2MB page: 1, 2, 4, ..., 512)".into());
+    }
+    if let Some(g) = granularities.iter().find(|g| !g.is_power_of_two() || **g > 512) {
+        return Err(format!(
+            "granularity {g} is not a power of two from 1 to 512 (bits per 2MB page: 1, 2, 4, ..., 512)"
+        ));
+    }
+    Ok(())
+}

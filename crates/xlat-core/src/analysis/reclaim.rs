@@ -126,19 +126,7 @@ impl ReclaimConfig {
                 self.fraction
             ));
         }
-        if self.epoch == 0 {
-            return bad("the epoch must be at least 1 instruction, not 0".into());
-        }
-        if self.granularities.is_empty() {
-            return bad("give at least one granularity (bits per 2MB page: 1, 2, 4, ..., 512)".into());
-        }
-        for &g in &self.granularities {
-            if !g.is_power_of_two() || g > 512 {
-                return bad(format!(
-                    "granularity {g} is not a power of two from 1 to 512 (bits per 2MB page: 1, 2, 4, ..., 512)"
-                ));
-            }
-        }
+        super::check_epoch_and_granularities(self.epoch, &self.granularities).or_else(bad)?;
         if !(self.fault_us.is_finite() && self.fault_us >= 0.0) {
             return bad(format!("the fault cost must be a number of microseconds >= 0, not {}", self.fault_us));
         }
