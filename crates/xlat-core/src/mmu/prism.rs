@@ -294,15 +294,15 @@ impl Prism {
             return;
         }
         let slot = &self.slots[i as usize - 1];
-        let slot_d_shift = slot.d_shift;
         self.s.accesses += 1;
         let page = ((a.va >> 12) & 511) as u32;
         let ab = 1 << (page >> slot.a_shift);
-        let db = ((a.kind == 1) as u32) << (page >> slot.d_shift);
+        let dbit = 1 << (page >> slot.d_shift);
+        let db = if a.kind == 1 { dbit } else { 0 };
         if slot.mre.access & ab == 0 || slot.mre.dirty & db != db {
             self.set_bits(i as usize - 1, ab, db);
         }
-        let dirty = self.slots[i as usize - 1].mre.dirty & (1 << (page >> slot_d_shift)) != 0;
+        let dirty = self.slots[i as usize - 1].mre.dirty & dbit != 0;
         self.seen[seen_index(a.hint)] = (a.va >> 12) << 1 | dirty as u64;
     }
 
