@@ -288,7 +288,7 @@ fn fidelity(
     scales: Vec<u64>,
     progress: bool,
 ) -> PyResult<String> {
-    use xlat_core::analysis::fidelity::{analyze, FidelityConfig, FidelityError};
+    use xlat_core::analysis::fidelity::{analyze, FidelityConfig};
     let cfg = FidelityConfig { epoch, granularities, scales };
     cfg.validate().map_err(|e| ConfigError::new_err(e.to_string()))?;
     let pipeline = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
@@ -297,10 +297,16 @@ fn fidelity(
         let bar = Progress::new(progress, src.as_ref(), "analysing");
         analyze(src.as_mut(), &cfg, |s| bar.update(s))
     });
-    match r {
-        Ok(r) => Ok(r.to_json()),
-        Err(FidelityError::Trace(e)) => Err(to_py(e)),
-        Err(e @ FidelityError::Config(_)) => Err(ConfigError::new_err(e.to_string())),
+    r.map(|r| r.to_json()).map_err(analysis_to_py)
+}
+
+/// An analysis' error as the Python exception the CLI reports (a configuration sentence, or the
+/// trace's own error).
+fn analysis_to_py(e: xlat_core::analysis::AnalysisError) -> PyErr {
+    use xlat_core::analysis::AnalysisError;
+    match e {
+        AnalysisError::Trace(e) => to_py(e),
+        e @ AnalysisError::Config(_) => ConfigError::new_err(e.to_string()),
     }
 }
 
@@ -320,7 +326,7 @@ fn reclaim(
     write_bandwidth: f64,
     progress: bool,
 ) -> PyResult<String> {
-    use xlat_core::analysis::reclaim::{analyze, ReclaimConfig, ReclaimError};
+    use xlat_core::analysis::reclaim::{analyze, ReclaimConfig};
     let cfg = ReclaimConfig { fraction, granularities, epoch, fault_us, read_bandwidth, write_bandwidth };
     cfg.validate().map_err(|e| ConfigError::new_err(e.to_string()))?;
     let pipeline = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
@@ -330,11 +336,7 @@ fn reclaim(
         let bar = Progress::new(progress, first.as_ref(), "reclaim (2 passes)");
         analyze(first.as_mut(), second.as_mut(), &cfg, |s| bar.update(s))
     });
-    match r {
-        Ok(r) => Ok(r.to_json()),
-        Err(ReclaimError::Trace(e)) => Err(to_py(e)),
-        Err(e @ ReclaimError::Config(_)) => Err(ConfigError::new_err(e.to_string())),
-    }
+    r.map(|r| r.to_json()).map_err(analysis_to_py)
 }
 
 /// The workload catalogue as a JSON string.

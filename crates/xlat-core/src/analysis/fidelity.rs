@@ -83,14 +83,7 @@ impl Default for FidelityConfig {
     }
 }
 
-/// A bad configuration or an unreadable trace.
-#[derive(Debug, thiserror::Error)]
-pub enum FidelityError {
-    #[error("{0}")]
-    Config(String),
-    #[error(transparent)]
-    Trace(#[from] xlat_trace::Error),
-}
+pub use super::AnalysisError as FidelityError;
 
 impl FidelityConfig {
     /// Check every field; the error is one sentence naming the value and what is allowed.

@@ -10,6 +10,15 @@ mod clock;
 pub mod fidelity;
 pub mod reclaim;
 
+/// Why an analysis did not run: its configuration (one sentence) or the trace.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalysisError {
+    #[error("{0}")]
+    Config(String),
+    #[error(transparent)]
+    Trace(#[from] xlat_trace::Error),
+}
+
 /// The checks both analyses make of their epoch and granularities (bits per 2MB page): the
 /// problem, in one sentence, if any.
 pub(crate) fn check_epoch_and_granularities(epoch: u64, granularities: &[u32]) -> Result<(), String> {

@@ -107,14 +107,7 @@ impl Default for ReclaimConfig {
     }
 }
 
-/// A bad configuration or an unreadable trace.
-#[derive(Debug, thiserror::Error)]
-pub enum ReclaimError {
-    #[error("{0}")]
-    Config(String),
-    #[error(transparent)]
-    Trace(#[from] xlat_trace::Error),
-}
+pub use super::AnalysisError as ReclaimError;
 
 impl ReclaimConfig {
     /// Check every field; the error is one sentence naming the value and what is allowed.
