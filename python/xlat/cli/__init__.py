@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         rmm,
         run,
         sim,
+        sweep,
         trace,
         trace_info,
         workloads,
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace_info.register(sub, common)
     convert.register_convert(sub, common)
     sim.register(sub, common)
+    sweep.register(sub, common)  # many points on Dask (resumable)
     rmm.register(sub, common)  # Redundant Memory Mappings against its baselines
     fidelity.register(sub, common)  # access/dirty-bit fidelity at G bits per 2MB page (PRISM)
     reclaim.register(sub, common)  # eviction under memory pressure at G bits per 2MB page (PRISM)
