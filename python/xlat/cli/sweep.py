@@ -101,10 +101,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )
     import pandas as pd
 
-    everything = pd.read_parquet(args.output)
-    df = everything[everything["key"].isin(out.keys)]
+    from xlat.sweep.store import POINT_RE
+
+    if any(POINT_RE.match(n) for n in os.listdir(args.output)):
+        everything = pd.read_parquet(args.output)
+        df = everything[everything["key"].isin(out.keys)]
+    else:  # nothing finished (every point failed)
+        everything = df = pd.DataFrame({"key": []})
     plot_path = None
-    if args.plot:
+    if args.plot and len(df):
         plot_path = args.plot_out or os.path.join(
             args.output, "_plots", f"{args.plot}-vs-{args.against}.png".replace("/", "_")
         )
@@ -125,7 +130,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         "plot": plot_path,
     }
     emit_json(args.json, summary)
-    if not to_stdout(args):
+    if not to_stdout(args) and len(df):
         print(summary_table(df))
     rate = f", {summary['points_per_minute']} points/min" if summary["points_per_minute"] else ""
     print(
