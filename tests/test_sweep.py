@@ -108,16 +108,24 @@ def test_local_cluster_equals_separate_runs(sweep_dir, reference, tmp_path):
     out = tmp_path / "res"
     p = subprocess.run(
         sweep_cmd(
-            str(sweep_dir / "sweep.toml"), "-o", str(out), "--workers", "2", *ALWAYS_SHARED, "--json", "-"
+            *(str(sweep_dir / "sweep.toml"), "-o", str(out), "--workers", "2", *ALWAYS_SHARED, "--progress"),
+            *("--json", str(tmp_path / "s.json"), "--plot", "walker.walks", "--against", "tlb.stlb.entries"),
         ),
         capture_output=True,
         text=True,
         env=_env(),
     )
     assert p.returncode == 0, p.stderr
-    s = json.loads(p.stdout)
+    s = json.loads((tmp_path / "s.json").read_text())
     assert (s["points"], s["ran"], s["already_done"], s["failed"]) == (POINTS, POINTS, 0, [])
     check_dataset(out, reference)
+    # The table: a header and the first 40 points; the bar's last state; the plot.
+    lines = p.stdout.splitlines()
+    assert lines[0].split()[:4] == ["trace", "point", "accesses", "walks"]
+    assert len(lines) == 1 + 40 + 1 and "and 2 more points" in lines[-1]
+    assert f"{POINTS}/{POINTS} points" in p.stderr
+    png = Path(s["plot"])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     # One spot check through the command line itself: `xlat sim --json` of one point.
     one = subprocess.run(
         [sys.executable, "-m", "xlat", "sim", str(sweep_dir / "chase.xlat"), "--set", "tlb.stlb.entries=384",
@@ -305,11 +313,12 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
             ("point skylake[tlb.stlb.entries=1024,tlb.stlb.ways=12]", "does not divide"),
         ),
         ('tracez = ["a"]\n', ("unknown key 'tracez'",)),
+        ('traces = ["recipe:nope"]\n', ("no real workload named 'nope'",)),
     ],
 )
 def test_bad_sweep_files(tmp_path, body, words):
     f = tmp_path / "s.toml"
-    f.write_text('traces = ["workload:gups?accesses=10"]\n' + body)
+    f.write_text(body if body.startswith("traces") else 'traces = ["workload:gups?accesses=10"]\n' + body)
     one_sentence(run_cli(str(f), "-o", str(tmp_path / "r")), *words)
 
 

@@ -17,14 +17,16 @@ SUMMARY_ROWS = 40
 
 
 def summary_table(df) -> str:
-    """One row per point: trace, configuration, accesses, walks and the first-level MPKI."""
+    """One row per point: trace, configuration, accesses, walks and the MPKI of TLB levels 1-2."""
+    import pandas as pd
+
     cols = [c for c in ("derived.tlb_level1.mpki", "derived.tlb_level2.mpki") if c in df.columns]
     head = ["trace", "point", "accesses", "walks", *[c.removeprefix("derived.") for c in cols]]
     axes = [c for c in df.columns if c.startswith("axis.")]
     df = df.sort_values(["trace", "base", "layout", *axes]).reset_index(drop=True)
     rows = []
     for _, r in df.head(SUMMARY_ROWS).iterrows():
-        over = ",".join(f"{c.removeprefix('axis.')}={r[c]}" for c in axes if r[c] is not None)
+        over = ",".join(f"{c.removeprefix('axis.')}={r[c]}" for c in axes if pd.notna(r[c]))
         label = f"{r['base']}" + (f":{r['layout']}" if r["layout"] else "") + (f"[{over}]" if over else "")
         rows.append(
             [
@@ -60,7 +62,7 @@ def plot(df, y: str, against: str, out: str) -> None:
     import pandas as pd
 
     yc, xc = column(df, y), column(df, against)
-    df = df.copy()
+    df = df[df[xc].notna()].copy()  # explicit points without this axis are not on the plot
     x = pd.to_numeric(df[xc], errors="coerce")
     df["_x"] = x if x.notna().all() else df[xc]
     others = [c for c in df.columns if c.startswith("axis.") and c != xc]

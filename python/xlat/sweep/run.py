@@ -131,9 +131,12 @@ def resolve_recipes(sweep: Sweep, results: Results, progress: bool) -> dict[str,
         rw.find(name)  # an unknown recipe is one sentence before anything runs
         path = os.path.join(results.root, "_traces", f"{name}.xlat")
         if not os.path.exists(path):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            rw.run(name, path + ".part", progress=progress)
-            os.replace(path + ".part", path)
+            # Traced into a directory of its own, then renamed: a killed tracing leaves no trace
+            # file that a later sweep would take for whole.
+            part = os.path.join(results.root, "_traces", f".part-{name}")
+            os.makedirs(part, exist_ok=True)
+            rw.run(name, os.path.join(part, f"{name}.xlat"), progress=progress)
+            os.replace(os.path.join(part, f"{name}.xlat"), path)
         out[t] = path
     return out
 
