@@ -146,7 +146,7 @@ def plan(sweep: Sweep, results: Results, version: str) -> tuple[list[Planned], d
     paths = resolve_recipes(sweep, results, False)
     th = {t: results.trace_hash(paths.get(t, t)) for t in sweep.traces}
     lh: dict[str | None, str] = {}
-    resolved_cache: dict[tuple, dict] = {}
+    resolved_cache = dict(sweep.resolved)  # built when the sweep file was checked
     out = []
     for p in sweep.points:
         ck = (p.base_kind, p.base, p.sets, p.layout)

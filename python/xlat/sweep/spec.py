@@ -65,6 +65,8 @@ class Sweep:
     points: list[Point]
     #: Every axis key (and explicit point key), in file order: the ``axis.*`` columns.
     axis_keys: list[str]
+    #: The effective configuration of each (base kind, base, overrides, layout), as built.
+    resolved: dict[tuple, dict] = field(default_factory=dict)
 
 
 def value_text(v: Any, where: str) -> str:
@@ -154,12 +156,13 @@ def load(path: str) -> Sweep:
         for lay in layouts
         for c in combos
     ]
-    check(points, axis_lists, where)
-    return Sweep(path, traces, points, axis_keys)
+    resolved = check(points, axis_lists, where)
+    return Sweep(path, traces, points, axis_keys, resolved)
 
 
-def check(points: list[Point], axis_lists: list[tuple[str, list[str]]], where: str) -> None:
-    """Build every distinct configuration once; name the axis (or point) that breaks it."""
+def check(points: list[Point], axis_lists: list[tuple[str, list[str]]], where: str) -> dict[tuple, dict]:
+    """Build every distinct configuration once; name the axis (or point) that breaks it. Returns
+    the effective configurations by (base kind, base, overrides, layout)."""
     from xlat._native import ConfigError
 
     if points:
@@ -171,15 +174,15 @@ def check(points: list[Point], axis_lists: list[tuple[str, list[str]]], where: s
                 raise SweepError(f"{where}: axis '{k}': {e}") from None
             except OSError as e:
                 raise SweepError(f"{where}: cannot read {e.filename}: {e.strerror}") from None
-    seen: set[tuple] = set()
+    seen: dict[tuple, dict] = {}
     for p in points:
         k = (p.base_kind, p.base, p.sets, p.layout)
         if k in seen:
             continue
-        seen.add(k)
         try:
-            p.run().check()
+            seen[k] = p.run().check()
         except ConfigError as e:
             raise SweepError(f"{where}: point {p.label}: {e}") from None
         except OSError as e:
             raise SweepError(f"{where}: cannot read {e.filename}: {e.strerror}") from None
+    return seen
