@@ -48,6 +48,11 @@ def simulate(
     threads: int | None = None,
     progress: bool = False,
 ) -> list[tuple[str, float, float, float]]: ...
+def simulate_shared(
+    spec: str,
+    configs: list[tuple[str, str, list[str], tuple[str, str] | None]],
+    pipeline: bool = False,
+) -> list[tuple[str | None, str | None]]: ...
 def check_config(what: str, text: str, sets: list[str], layout: tuple[str, str] | None = None) -> str: ...
 def record_trace(
     qemu: str,

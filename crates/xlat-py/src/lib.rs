@@ -428,6 +428,31 @@ fn simulate(
     out.map_err(sim_to_py)
 }
 
+/// Simulate `spec` under each configuration (as `simulate`) on this thread, decoding the input
+/// once for all of them (`simrun::simulate_shared`; with `pipeline` on a thread of its own); per configuration, (JSON result, None) or
+/// (None, the error) - a failing configuration does not stop the others. Configurations that
+/// cannot be built fail the call (checked first, like `simulate`).
+#[pyfunction]
+#[pyo3(signature = (spec, configs, pipeline=false))]
+#[allow(clippy::type_complexity)]
+fn simulate_shared(
+    py: Python<'_>,
+    spec: &str,
+    configs: Vec<(String, String, Vec<String>, Option<(String, String)>)>,
+    pipeline: bool,
+) -> PyResult<Vec<(Option<String>, Option<String>)>> {
+    let cfgs = configs.iter().map(|(w, t, s, l)| build_config(w, t, s, l.clone())).collect::<PyResult<Vec<_>>>()?;
+    let spec = spec.to_string();
+    let out = py.allow_threads(move || simrun::simulate_shared(&spec, &cfgs, pipeline)).map_err(sim_to_py)?;
+    Ok(out
+        .into_iter()
+        .map(|r| match r {
+            Ok(j) => (Some(j), None),
+            Err(e) => (None, Some(e)),
+        })
+        .collect())
+}
+
 /// Build and check one configuration (name, TOML, overrides, layout) without simulating:
 /// the effective configuration as JSON, or the `ConfigError` a simulation would raise.
 #[pyfunction]
@@ -522,6 +547,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(preset, m)?)?;
     m.add_function(wrap_pyfunction!(check_layout, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate_shared, m)?)?;
     m.add_function(wrap_pyfunction!(check_config, m)?)?;
     m.add_function(wrap_pyfunction!(read_accesses, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;

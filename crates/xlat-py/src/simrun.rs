@@ -101,3 +101,49 @@ pub fn simulate_timed(spec: &str, cfgs: &[Config], threads: usize, progress: boo
     }
     out.into_iter().map(|m| m.into_inner().expect("no poisoning").expect("every config ran")).collect()
 }
+
+/// One configuration's outcome in [`simulate_shared`]: the result as JSON, or why it failed.
+pub type SharedOutcome = Result<String, String>;
+
+/// Simulate `spec` under every configuration of `cfgs` on this thread, decoding the input once:
+/// each batch is fed to every simulator in turn (for `xlat sweep`, whose parallelism is one
+/// process per worker; with `pipeline`, decoding runs on a thread of its own). A configuration that fails (it cannot be built, memory runs out) is
+/// dropped with its error; the others go on. An input that cannot be read fails them all.
+/// Results are identical to separate runs: each simulator sees the same batches in the same order.
+pub fn simulate_shared(spec: &str, cfgs: &[Config], pipeline: bool) -> Result<Vec<SharedOutcome>, Error> {
+    let mut sims: Vec<Option<xlat_core::Simulator>> = Vec::with_capacity(cfgs.len());
+    let mut out: Vec<Option<SharedOutcome>> = Vec::with_capacity(cfgs.len());
+    for c in cfgs {
+        match xlat_core::Simulator::new(c) {
+            Ok(s) => {
+                sims.push(Some(s));
+                out.push(None);
+            }
+            Err(e) => {
+                sims.push(None);
+                out.push(Some(Err(e.to_string())));
+            }
+        }
+    }
+    let mut src = open_source(spec, pipeline)?;
+    let mut b = Batch::default();
+    while src.next_batch(&mut b)? {
+        for (sim, o) in sims.iter_mut().zip(out.iter_mut()) {
+            if let Some(s) = sim {
+                if let Err(e) = s.batch(&b) {
+                    *o = Some(Err(Error::from(e).to_string()));
+                    *sim = None;
+                }
+            }
+        }
+    }
+    for (sim, o) in sims.iter().zip(out.iter_mut()) {
+        if let Some(s) = sim {
+            *o = Some(match s.check_invariants() {
+                Ok(()) => Ok(s.result(spec).to_json()),
+                Err(e) => Err(Error::Invariant(e).to_string()),
+            });
+        }
+    }
+    Ok(out.into_iter().map(|o| o.expect("every configuration has an outcome")).collect())
+}

@@ -2,7 +2,7 @@
 
 Each command lives in its own module here (``workloads``, ``trace_info``, ``convert`` (and
 ``import``), ``sim``, ``rmm``, ``fidelity``, ``demo``, ``run`` (and ``hugepages``), ``trace``, ``experiment``,
-``contiguity``), and
+``contiguity``, ``sweep``), and
 registers its parser with a ``register`` function; :mod:`xlat.cli.common` holds what they share.
 
 Errors a user can cause print one sentence (``xlat: error: ...``) and exit with status 1;
@@ -31,6 +31,7 @@ examples (quote workload specs: & and ? are special to the shell):
   xlat sim --cpu skylake --policies 4k,thp bfs.xlat --json out.json
   xlat sim --cpu skylake --cpu zen4 --set skylake:tlb.stlb.entries=2048 bfs.xlat
   xlat fidelity xz.xlat --epoch 10000000   # access/dirty bits at G bits per 2MB page
+  xlat sweep sweep.toml -o results/        # every point of a sweep file on Dask, resumable
   xlat contiguity --pid 1234              # ranges of contiguous pages in a live process (root)
 """
 
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         rmm,
         run,
         sim,
+        sweep,
         trace,
         trace_info,
         workloads,
@@ -69,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace_info.register(sub, common)
     convert.register_convert(sub, common)
     sim.register(sub, common)
+    sweep.register(sub, common)  # many points on Dask (resumable)
     rmm.register(sub, common)  # Redundant Memory Mappings against its baselines
     fidelity.register(sub, common)  # access/dirty-bit fidelity at G bits per 2MB page (PRISM)
     reclaim.register(sub, common)  # eviction under memory pressure at G bits per 2MB page (PRISM)
