@@ -194,10 +194,12 @@ impl ClientServer {
     pub fn new(p: &Params, proc: &mut Proc) -> Result<ClientServer> {
         let (clients, servers, words) = (p.int("clients"), p.int("servers"), p.int("words"));
         let (tipc, msg, quantum) = (p.int("tipc"), p.int("msg"), p.int("quantum"));
-        if clients == 0 || servers == 0 || words == 0 {
-            return Err(p.error(format!(
-                "clients={clients}, servers={servers} and words={words} must each be at least 1 (the benchmark needs a client calling a server and touching its table)"
-            )));
+        for (name, v, what) in
+            [("clients", clients, "client"), ("servers", servers, "server"), ("words", words, "table word per IPC")]
+        {
+            if v == 0 {
+                return Err(p.error(format!("{name}=0: the benchmark needs at least one {what}")));
+            }
         }
         if clients + servers > MAX_PROCS {
             return Err(p.error(format!(
