@@ -141,3 +141,26 @@ def test_the_benchmark_workload_simulates_on_a_plain_x86_preset(capsys):
     assert main(["sim", "--cpu", "skylake", spec.replace("kernel=user", "kernel=kseg2")]) == 1
     err = capsys.readouterr().err
     assert "outside the user address space" in err and err.count("\n") == 1
+
+
+def test_the_section_4_5_sweeps():
+    pts = mm.benchmark_sweeps(rounds=3)
+    by = {}
+    for p in pts:
+        by.setdefault(p["sweep"], []).append(p["x"])
+    assert by == {
+        "servers": list(range(1, 11)),
+        "words": [5, 10, 15, 20, 25, 30, 35, 40, 45, 50],
+        "granularity-fine": list(range(3, 11)),
+        "granularity-medium": list(range(3, 11)),
+        "granularity-coarse": list(range(3, 11)),
+    }
+    assert pts[0]["spec"] == (
+        "workload:clientserver?clients=1&rounds=3&seed=1&servers=1&words=30&granularity=fine"
+    )
+    assert pts[10]["spec"].endswith("servers=4&words=5&granularity=fine")
+    assert pts[-1]["spec"].endswith("servers=10&words=30&granularity=coarse")
+    # Every spec is a valid workload.
+    from xlat.trace import trace_info
+
+    assert trace_info(pts[-1]["spec"])["info"]["markers"]["ipc-send"] > 0

@@ -32,6 +32,7 @@ __all__ = [
     "COUNTERS",
     "DOC",
     "Inputs",
+    "benchmark_sweeps",
     "chapter5",
     "delta",
     "delta_closed_form",
@@ -233,6 +234,25 @@ def chapter5(x: Inputs, S_T: float) -> dict[str, Any]:
         "delta": delta(x, S_T),
         "scenarios": rows,
     }
+
+
+def benchmark_sweeps(rounds: int = 5000, seed: int = 1) -> list[dict[str, Any]]:
+    """The workload specs of section 4.5's sweeps, one dict per point (``sweep``, ``x``,
+    ``spec``): hypothesis 1, 1 client and 1..10 servers at 30 words per IPC (§4.5.1); hypothesis 2,
+    4 servers and 5..50 words (§4.5.2); hypothesis 3, fine/medium/coarse with 3..10 servers at 30
+    words (§4.5.3, Tables 4.11-4.13). Each point runs ``rounds`` client iterations."""
+    base = "workload:clientserver?clients=1&rounds={r}&seed={s}&servers={n}&words={w}&granularity={g}"
+    pts: list[dict[str, Any]] = []
+    for n in range(1, 11):
+        pts.append({"sweep": "servers", "x": n, "spec": base.format(r=rounds, s=seed, n=n, w=30, g="fine")})
+    for w in range(5, 51, 5):
+        pts.append({"sweep": "words", "x": w, "spec": base.format(r=rounds, s=seed, n=4, w=w, g="fine")})
+    for g in ("fine", "medium", "coarse"):
+        for n in range(3, 11):
+            pts.append(
+                {"sweep": f"granularity-{g}", "x": n, "spec": base.format(r=rounds, s=seed, n=n, w=30, g=g)}
+            )
+    return pts
 
 
 # ---------------------------------------------------------------- the document's own numbers
