@@ -342,7 +342,7 @@ def test_long_calls_release_the_gil():
 
 def test_workloads_listing(xlat_cli):
     ws = json.loads(xlat_cli("workloads", "--json").stdout)
-    assert [w["name"] for w in ws] == ["gups", "chase", "stream", "stride", "zipf", "bfs"]
+    assert [w["name"] for w in ws] == ["gups", "chase", "stream", "stride", "zipf", "bfs", "clientserver"]
     for w in ws:
         names = [p["name"] for p in w["params"]]
         assert "accesses" in names and "seed" in names

@@ -2,7 +2,7 @@
 
 Each command lives in its own module here (``workloads``, ``trace_info``, ``convert`` (and
 ``import``), ``sim``, ``rmm``, ``fidelity``, ``demo``, ``run`` (and ``hugepages``), ``trace``, ``experiment``,
-``contiguity``, ``sweep``), and
+``contiguity``, ``sweep``, ``model``), and
 registers its parser with a ``register`` function; :mod:`xlat.cli.common` holds what they share.
 
 Errors a user can cause print one sentence (``xlat: error: ...``) and exit with status 1;
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         demo,
         experiment,
         fidelity,
+        model,
         reclaim,
         rmm,
         run,
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.register_import(sub)  # import (lackey, ChampSim)
     experiment.register(sub)  # experiment mosmodel (real runs against simulated metrics)
     contiguity.register(sub)  # contiguity (ranges in live processes' page tables)
+    model.register(sub, common)  # model mach (seed 001 chapter 5)
     return p
 
 

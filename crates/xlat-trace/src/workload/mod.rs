@@ -13,6 +13,9 @@
 
 mod bfs;
 pub mod emit;
+pub mod ipc;
+#[cfg(test)]
+mod ipc_tests;
 mod kernels;
 pub mod params;
 pub mod perm;
@@ -32,7 +35,7 @@ pub use synthetic::Synthetic;
 
 /// Every workload, in the order `xlat workloads` lists them.
 pub fn catalog() -> &'static [WorkloadInfo] {
-    &[kernels::GUPS, kernels::CHASE, kernels::STREAM, kernels::STRIDE, kernels::ZIPF, bfs::BFS]
+    &[kernels::GUPS, kernels::CHASE, kernels::STREAM, kernels::STRIDE, kernels::ZIPF, bfs::BFS, ipc::CLIENTSERVER]
 }
 
 /// Parse a `workload:NAME?k=v` spec (the `workload:` prefix is optional).
@@ -48,6 +51,8 @@ pub fn open(spec: &str) -> Result<Synthetic> {
     })?;
     let params = Params::parse(spec, name, info.params, query)?;
     let mut proc = Proc::new();
+    let mut target = params.int("accesses");
+    let mut threads = vec![TID];
     let gen: Box<dyn Generator> = match name {
         "gups" => Box::new(kernels::Gups::new(&params, &mut proc)?),
         "chase" => Box::new(kernels::Chase::new(&params, &mut proc)?),
@@ -55,15 +60,21 @@ pub fn open(spec: &str) -> Result<Synthetic> {
         "stride" => Box::new(kernels::Stride::new(&params, &mut proc)?),
         "zipf" => Box::new(kernels::Zipf::new(&params, &mut proc)?),
         "bfs" => Box::new(bfs::Bfs::new(&params, &mut proc)?),
+        "clientserver" => {
+            let g = ipc::ClientServer::new(&params, &mut proc)?;
+            target = g.accesses_for_rounds().unwrap_or(target);
+            threads = g.threads();
+            Box::new(g)
+        }
         _ => unreachable!("catalog and constructors agree"),
     };
     let canonical = params.canonical(name);
     let mut header = Header::new(format!("xlat {} workload", env!("CARGO_PKG_VERSION")));
     header.command = vec![canonical];
     header.page_size_hint = 4096;
-    header.threads = vec![TID];
+    header.threads = threads;
     header.metadata.insert("workload".into(), name.into());
     header.metadata.insert("params".into(), serde_json::Value::Object(params.to_json()));
     header.metadata.insert("mapped_bytes".into(), proc.mapped.into());
-    Ok(Synthetic::new(header, gen, proc, params.int("accesses")))
+    Ok(Synthetic::new(header, gen, proc, target))
 }

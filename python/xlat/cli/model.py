@@ -1,0 +1,129 @@
+"""``xlat model mach``: the analytical model of TLB miss handling of Bala's thesis (seed 001,
+chapter 5) from a run's counts, or the chapter's own numbers from its own inputs
+(``--document``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from xlat.cli.common import CliError, grid, table
+from xlat.cli.jsonopt import add_json_flag, emit_json, to_stdout
+
+
+def _load(path: str) -> dict[str, Any]:
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except OSError as e:
+        raise CliError(f"cannot read the counts file {path}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise CliError(f"the counts file {path} is not JSON ({e.msg} at line {e.lineno})") from None
+    if isinstance(d, list) and len(d) == 1:
+        d = d[0]
+    if not isinstance(d, dict):
+        raise CliError(f"the counts file {path} holds no object of counters")
+    return d
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.2f}%"
+
+
+def cmd_mach(args: argparse.Namespace) -> int:
+    from xlat import mach_model as mm
+
+    if args.document:
+        doc = mm.document_chapter5()
+        emit_json(args.json, {"document": doc, "inputs": mm.DOC})
+        if not to_stdout(args):
+            print(
+                "Chapter 5 from the document's own inputs (S_T = 0.5, I_A = 0.5 R, I_T = 0.06 R, M_T = 0.07, M_A = 0.02):"
+            )
+            print(table([(k, f"{v:.5g}") for k, v in doc.items()]))
+        return 0
+    if not args.counts:
+        raise CliError("give --counts FILE.json (a run's counters) or --document")
+    base = _load(args.counts)
+    if args.scheme:
+        S_T = mm.speedup_of_scheme(base, _load(args.scheme), args.tc)
+    elif args.st is not None:
+        S_T = args.st
+    else:
+        raise CliError("give --scheme FILE.json (the run with a scheme) or --st S_T (the TLB time it saves)")
+    x = mm.inputs_from_counts(base, args.tc)
+    out = mm.chapter5(x, S_T)
+    flat = mm.flatten_counts(base)
+    out["misses"] = {k: flat[k] for k in mm.MISS_COUNTERS if k in flat}
+    if "mach.handler_cycles" in flat:
+        out["handler_cycles_simulated"] = flat["mach.handler_cycles"]
+    if args.plot:
+        mm.plot_predictions(x, S_T, args.plot)
+    emit_json(args.json, out)
+    if to_stdout(args):
+        return 0
+    i = out["inputs"]
+    print(
+        table(
+            [
+                ("I_A / I_T", f"{i['I_A']:,.0f} / {i['I_T']:,.0f}"),
+                ("M_A / M_T (misses per instruction)", f"{i['M_A']:.4g} / {i['M_T']:.4g}"),
+                ("T_C (cycles)", f"{i['T_C']:g}"),
+                ("R (eq. 5.1, cycles)", f"{out['R']:,.0f}"),
+                ("TLB handling (cycles)", f"{out['tlb_cycles']:,.0f}"),
+                ("time in TLB handling", _pct(out["tlb_fraction"])),
+                ("S_T", f"{S_T:.4g}"),
+                ("delta (eq. 5.2)", _pct(out["delta"])),
+            ]
+        )
+    )
+    rows = [
+        [
+            r["scenario"],
+            f"{r['T_C']:g}",
+            _pct(r["tlb_fraction"]),
+            _pct(r["delta"]),
+            f"{100 * r['delta_increase']:+.2f}",
+        ]
+        for r in out["scenarios"]
+    ]
+    print()
+    print(grid(["faster processor", "T_C", "TLB time", "delta", "change (points)"], rows))
+    return 0
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    m = sub.add_parser(
+        "model",
+        help="analytical models of the reference documents (mach: seed 001 chapter 5)",
+        description="Analytical models of the reference documents.",
+    )
+    msub = m.add_subparsers(dest="model", metavar="MODEL", required=True)
+    s = msub.add_parser(
+        "mach",
+        parents=[common],
+        help="TLB handling time on faster processors (Bala, chapter 5)",
+        description="R = I_A(1 + M_A T_C) + I_T(1 + M_T T_C) (eq. 5.1), the time in TLB handling, the "
+        "runtime a scheme saves (delta, eq. 5.2) and its change on faster processors (eqs. 5.7, 5.11) "
+        "from a run's counters (docs/mach-benchmark.md lists the counter names), or the chapter's own "
+        "numbers (--document).",
+    )
+    s.add_argument(
+        "--counts", metavar="FILE", help="counters of the unmodified (Mach) run: flat JSON or xlat sim --json"
+    )
+    s.add_argument("--scheme", metavar="FILE", help="counters of the run with a scheme (gives S_T)")
+    s.add_argument(
+        "--st", type=float, metavar="S_T", help="fraction of TLB handling time a scheme saves (0..1)"
+    )
+    s.add_argument(
+        "--tc",
+        type=float,
+        default=24.0,
+        metavar="CYCLES",
+        help="cache miss time of the run (default 24, the R3000)",
+    )
+    s.add_argument("--plot", metavar="PNG", help="plot delta and the TLB time against T_C")
+    s.add_argument("--document", action="store_true", help="the chapter's numbers from the document's inputs")
+    add_json_flag(s, "the model's figures")
+    s.set_defaults(func=cmd_mach, parser=s)
