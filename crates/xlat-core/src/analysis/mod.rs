@@ -5,10 +5,14 @@
 //!   4KB bits (PRISM, seed 004 Section 3).
 //! - [`reclaim`]: eviction under memory pressure with the bits at G per 2MB page (PRISM, seed
 //!   004 Section 6.5).
+//! - [`mrc`]: one-pass LRU miss-ratio curves of TLBs of every size (Mattson stack distances
+//!   over the OS model's page sizes; per-set distances for set-associative TLBs, [`stack`]).
 
 mod clock;
 pub mod fidelity;
+pub mod mrc;
 pub mod reclaim;
+mod stack;
 
 /// The checks both analyses make of their epoch and granularities (bits per 2MB page): the
 /// problem, in one sentence, if any.
