@@ -210,6 +210,10 @@ impl SizeCurves {
     }
 }
 
+/// Slots of [`Mrc::seen`].
+const SEEN: usize = 256;
+const EMPTY_SEEN: (u64, usize, u32, u64) = (u64::MAX, 0, 0, 0);
+
 /// The pass: the OS model and the stacks of every page size.
 pub struct Mrc {
     os: Os,
@@ -224,6 +228,9 @@ pub struct Mrc {
     last_base: u64,
     last_mask: u64,
     last_size: usize,
+    /// The pages of recent accesses, direct-mapped by 4KB page number: (4KB page number, size
+    /// index, record, key); emptied with `last_base`. Spares most accesses the maps.
+    seen: Vec<(u64, usize, u32, u64)>,
     inval: Vec<Invalidation>,
     reloc: Vec<u64>,
     clock: InstrClock,
@@ -260,6 +267,7 @@ impl Mrc {
             last_base: u64::MAX,
             last_mask: 0,
             last_size: 0,
+            seen: vec![EMPTY_SEEN; SEEN],
             inval: Vec::new(),
             reloc: Vec::new(),
             clock: InstrClock::new(),
@@ -327,6 +335,12 @@ impl Mrc {
     /// An access to another page than the last one.
     #[inline(never)]
     fn slow(&mut self, va: u64) -> Result<(), SimError> {
+        let slot = (va >> 12) as usize % SEEN;
+        let (p, i, r, key) = self.seen[slot];
+        if p == va >> 12 {
+            self.touch(i, key, r, va);
+            return Ok(());
+        }
         let tag = self.tag;
         let mut found = None;
         for (i, c) in self.sizes.iter().enumerate() {
@@ -348,11 +362,23 @@ impl Mrc {
                 (i, key, self.sizes[i].record(key))
             }
         };
+        self.seen[slot] = (va >> 12, i, r, key);
+        self.touch(i, key, r, va);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn touch(&mut self, i: usize, key: u64, r: u32, va: u64) {
         self.sizes[i].access(key, r);
         self.last_size = i;
         self.last_mask = !(self.sizes[i].size.bytes() - 1);
         self.last_base = va & self.last_mask;
-        Ok(())
+    }
+
+    /// Forget the last pages seen (their records may be gone, or the tag changed).
+    fn forget(&mut self) {
+        self.last_base = u64::MAX;
+        self.seen.fill(EMPTY_SEEN);
     }
 
     /// What the walker asks the OS: the translation, after a fault if unmapped.
@@ -371,7 +397,7 @@ impl Mrc {
             return;
         }
         self.shootdowns += 1;
-        self.last_base = u64::MAX;
+        self.forget();
         for inv in std::mem::take(&mut self.inval) {
             match inv {
                 Invalidation::Range { asid, start, end } => {
@@ -384,7 +410,7 @@ impl Mrc {
     }
 
     fn side(&mut self, body: &SideBody) -> Result<(), SimError> {
-        self.last_base = u64::MAX;
+        self.forget();
         match body {
             SideBody::Syscall(s) => {
                 self.os.syscall(s, &mut self.inval)?;

@@ -19,11 +19,20 @@
 //! - Positions deeper than `cap` (the most ways reported) never matter to an array of at most
 //!   `cap` ways; when a set's clock reaches `2 cap`, the set is compacted to its newest `cap`
 //!   positions (O(cap), every `cap` accesses at least: O(1) amortised).
+//! - The top [`MRU`] entries of each set are kept apart, as a small list in recency order above
+//!   the tree (most accesses of real programs hit them): a hit there costs a scan of at most
+//!   `MRU` ids and no tree operation; the list's last entry drops into the tree's top position
+//!   when a new one comes in. Holes are only ever in the tree: an invalidation first moves its
+//!   set's list into the tree.
 
 /// An unused position (`owner`), or a record with no position in a set (`pos`).
 pub(crate) const NONE: u32 = u32::MAX;
 /// A position whose entry was invalidated.
 const HOLE: u32 = u32::MAX - 1;
+/// `pos` of a record in its set's list of most recent entries.
+const IN_MRU: u32 = u32::MAX - 2;
+/// Entries of a set's list of most recent entries.
+const MRU: usize = 8;
 
 /// The stacks of every set of one set count; records are the caller's dense ids.
 #[derive(Debug, Clone)]
@@ -42,6 +51,9 @@ pub(crate) struct SetStacks {
     live: Vec<u32>,
     /// Per set: hole positions, ascending (rare: only invalidations make them).
     holes: Vec<Vec<u32>>,
+    /// Per set: `MRU` slots of the most recent entries (most recent first), and how many are used.
+    mru: Vec<u32>,
+    mru_len: Vec<u8>,
     /// Per record: its position in its set, or [`NONE`].
     pub(crate) pos: Vec<u32>,
     /// `hist[d - 1]`: accesses of depth `d` (1..=cap).
@@ -62,6 +74,8 @@ impl SetStacks {
             now: vec![0; sets],
             live: vec![0; sets],
             holes: vec![Vec::new(); sets],
+            mru: vec![NONE; sets * MRU],
+            mru_len: vec![0; sets],
             pos: Vec::new(),
             hist: vec![0; cap],
             beyond: 0,
@@ -100,19 +114,44 @@ impl SetStacks {
     #[inline]
     pub(crate) fn access(&mut self, set: usize, rec: u32) {
         let t = self.pos[rec as usize];
-        let now = self.now[set];
-        if t != NONE && t + 1 == now {
-            // The top entry (no hole can be newer): depth 1, nothing moves.
-            self.hist[0] += 1;
+        let m = &mut self.mru[set * MRU..set * MRU + MRU];
+        if t == IN_MRU {
+            let j = m.iter().position(|&r| r == rec).expect("in the list");
+            if j < self.cap {
+                self.hist[j] += 1;
+            } else {
+                self.beyond += 1;
+            }
+            m.copy_within(0..j, 1);
+            m[0] = rec;
             return;
         }
+        let len = self.mru_len[set] as usize;
+        self.tree_access(set, t, len);
+        // To the list's front; its last entry, if full, to the tree's top.
+        let m = &mut self.mru[set * MRU..set * MRU + MRU];
+        let out = m[MRU - 1];
+        m.copy_within(0..MRU - 1, 1);
+        m[0] = rec;
+        self.pos[rec as usize] = IN_MRU;
+        if len == MRU {
+            self.push(set, out);
+        } else {
+            self.mru_len[set] += 1;
+        }
+    }
+
+    /// An access to a record at tree position `t` (or none), below `above` list entries:
+    /// count its depth, and take it out of the tree (the hole rule of the module's docs).
+    #[inline]
+    fn tree_access(&mut self, set: usize, t: u32, above: usize) {
         let base = set * self.span;
         let tree = &mut self.tree[base..base + self.span];
         let holes = &mut self.holes[set];
         if t == NONE {
             self.beyond += 1;
         } else {
-            let d = (self.live[set] - Self::below(tree, t as usize)) as usize;
+            let d = above + (self.live[set] - Self::below(tree, t as usize)) as usize;
             if d <= self.cap {
                 self.hist[d - 1] += 1;
             } else {
@@ -140,16 +179,32 @@ impl SetStacks {
                 }
             }
         }
-        if now as usize == self.span {
+    }
+
+    /// `rec` goes to the top position of `set`'s tree.
+    #[inline]
+    fn push(&mut self, set: usize, rec: u32) {
+        if self.now[set] as usize == self.span {
             self.compact(set);
         }
+        let base = set * self.span;
         let now = self.now[set];
-        let tree = &mut self.tree[base..base + self.span];
-        Self::add(tree, now as usize, 1);
+        Self::add(&mut self.tree[base..base + self.span], now as usize, 1);
         self.owner[base + now as usize] = rec;
         self.pos[rec as usize] = now;
         self.now[set] = now + 1;
         self.live[set] += 1;
+    }
+
+    /// Move `set`'s list into the tree, its oldest entry first.
+    fn spill(&mut self, set: usize) {
+        let len = self.mru_len[set] as usize;
+        for j in (0..len).rev() {
+            let r = self.mru[set * MRU + j];
+            self.push(set, r);
+        }
+        self.mru_len[set] = 0;
+        self.mru[set * MRU..set * MRU + MRU].fill(NONE);
     }
 
     /// Keep the newest `cap` positions of `set`, renumbered from 0 in order; drop the rest.
@@ -194,6 +249,10 @@ impl SetStacks {
 
     /// Record `rec` was invalidated: its position becomes a hole.
     pub(crate) fn invalidate(&mut self, set: usize, rec: u32) {
+        if self.pos[rec as usize] == IN_MRU {
+            self.spill(set);
+        }
+        // (Spilling may have compacted it away, with fewer positions kept than listed.)
         let t = self.pos[rec as usize];
         if t == NONE {
             return;
@@ -218,6 +277,8 @@ impl SetStacks {
             self.live[set] = 0;
             self.holes[set].clear();
         }
+        self.mru.fill(NONE);
+        self.mru_len.fill(0);
         self.pos.fill(NONE);
     }
 
