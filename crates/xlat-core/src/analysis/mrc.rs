@@ -131,7 +131,10 @@ struct SizeCurves {
     /// Record -> key (`u64::MAX`: free).
     keys: Vec<u64>,
     free: Vec<u32>,
+    /// Made at the first page of this size (a size the OS never uses costs no memory).
     stacks: Vec<SetStacks>,
+    /// (sets, ways tracked) of each stack.
+    shapes: Vec<(usize, usize)>,
     /// Accesses to the page of the access before (depth 1 in every stack).
     repeats: u64,
     accesses: u64,
@@ -145,6 +148,9 @@ impl SizeCurves {
                 r
             }
             None => {
+                if self.stacks.is_empty() {
+                    self.stacks = self.shapes.iter().map(|&(s, w)| SetStacks::new(s, w)).collect();
+                }
                 self.keys.push(key);
                 let n = self.keys.len();
                 self.stacks.iter_mut().for_each(|s| s.grow(n));
@@ -251,7 +257,8 @@ impl Mrc {
                 map: FxHashMap::default(),
                 keys: Vec::new(),
                 free: Vec::new(),
-                stacks: req.sets.iter().map(|&s| SetStacks::new(s, req.max_entries / s)).collect(),
+                stacks: Vec::new(),
+                shapes: req.sets.iter().map(|&s| (s, req.max_entries / s)).collect(),
                 repeats: 0,
                 accesses: 0,
             })
@@ -436,14 +443,10 @@ impl Mrc {
         let mut curves = Vec::new();
         for &p in &self.req.page_sizes {
             let c = &self.sizes[p as usize];
-            for s in &c.stacks {
+            for (k, &(sets, ways)) in c.shapes.iter().enumerate() {
                 // (Repeats are depth 1 in every stack: hits of every TLB, no misses.)
-                curves.push(Curve {
-                    page_size: p,
-                    sets: s.sets,
-                    accesses: c.accesses + c.repeats,
-                    misses: s.misses_by_ways(),
-                });
+                let misses = c.stacks.get(k).map_or_else(|| vec![0; ways], |s| s.misses_by_ways());
+                curves.push(Curve { page_size: p, sets, accesses: c.accesses + c.repeats, misses });
             }
         }
         MrcResult {
