@@ -11,6 +11,7 @@
 mod clock;
 pub mod fidelity;
 pub mod mrc;
+mod pagemap;
 pub mod reclaim;
 mod stack;
 

@@ -21,12 +21,12 @@
 //! simulator's (`mmu::tlb_key`: the page's VPN, size and ASID tag; set = VPN mod sets).
 
 use super::clock::InstrClock;
+use super::pagemap::PageMap;
 use super::stack::SetStacks;
 use crate::config::Config;
 use crate::mmu::{asid_tag, key_range, tlb_key, VPN_MASK};
 use crate::os::{Invalidation, Os, SimError};
 use crate::units::PageSize;
-use rustc_hash::FxHashMap;
 use serde::Serialize;
 use xlat_trace::{Batch, EventSource, Marker, SideBody};
 
@@ -127,7 +127,7 @@ impl MrcResult {
 struct SizeCurves {
     size: PageSize,
     /// Key -> record.
-    map: FxHashMap<u64, u32>,
+    map: PageMap,
     /// Record -> key (`u64::MAX`: free).
     keys: Vec<u64>,
     free: Vec<u32>,
@@ -183,13 +183,13 @@ impl SizeCurves {
             Some(t) if last - first < self.map.len() as u64 => {
                 for vpn in first..=last {
                     let key = tlb_key(vpn << shift, self.size, t);
-                    if let Some(&r) = self.map.get(&key) {
+                    if let Some(r) = self.map.get(key) {
                         gone.push((key, r));
                     }
                 }
             }
             _ => {
-                for (&k, &r) in &self.map {
+                for (k, r) in self.map.iter() {
                     let (s, len, t) = key_range(k);
                     if s < end && start < s + len && tag.is_none_or(|x| x == t) {
                         gone.push((k, r));
@@ -198,7 +198,7 @@ impl SizeCurves {
             }
         }
         for (k, r) in gone {
-            self.map.remove(&k);
+            self.map.remove(k);
             let vpn = (k & VPN_MASK) as usize;
             for s in &mut self.stacks {
                 s.invalidate(vpn & (s.sets - 1), r);
@@ -254,7 +254,7 @@ impl Mrc {
             .iter()
             .map(|&size| SizeCurves {
                 size,
-                map: FxHashMap::default(),
+                map: PageMap::new(),
                 keys: Vec::new(),
                 free: Vec::new(),
                 stacks: Vec::new(),
@@ -328,7 +328,17 @@ impl Mrc {
     }
 
     fn run(&mut self, addr: &[u64]) -> Result<(), SimError> {
-        for &a in addr {
+        // The map slots of the page AHEAD accesses on are prefetched (random pages make each
+        // lookup a host cache miss), once per change of 4KB page, for the sizes in use, unless
+        // the recent-page cache holds it.
+        const AHEAD: usize = 8;
+        for (j, &a) in addr.iter().enumerate() {
+            if let (Some(&p), Some(&q)) = (addr.get(j + AHEAD - 1), addr.get(j + AHEAD)) {
+                let q = q & self.va_mask;
+                if (p ^ q) >> 12 != 0 && self.seen[(q >> 12) as usize % SEEN].0 != q >> 12 {
+                    self.prefetch(q);
+                }
+            }
             let va = a & self.va_mask;
             if va & self.last_mask == self.last_base {
                 self.sizes[self.last_size].repeats += 1;
@@ -337,6 +347,15 @@ impl Mrc {
             self.slow(va)?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, va: u64) {
+        for c in &self.sizes {
+            if !c.map.is_empty() {
+                c.map.prefetch(tlb_key(va, c.size, self.tag));
+            }
+        }
     }
 
     /// An access to another page than the last one.
@@ -355,7 +374,7 @@ impl Mrc {
                 continue;
             }
             let key = tlb_key(va, c.size, tag);
-            if let Some(&r) = c.map.get(&key) {
+            if let Some(r) = c.map.get(key) {
                 found = Some((i, key, r));
                 break;
             }
