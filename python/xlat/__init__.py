@@ -43,12 +43,15 @@ _API = {
     "ConfigError": "xlat.sim",
     "SimulationError": "xlat.sim",
     "mosmodel_experiment": "xlat.experiment",
+    "mrc": "xlat.missratio",
+    "MrcResult": "xlat.missratio",
 }
 
 __all__ = sorted(_API)
 
 if TYPE_CHECKING:  # pragma: no cover
     from xlat.experiment import mosmodel_experiment  # noqa: F401
+    from xlat.missratio import MrcResult, mrc  # noqa: F401
     from xlat.sim import ConfigError, SimResult, SimulationError, simulate, simulate_many  # noqa: F401
     from xlat.trace import (  # noqa: F401
         Event,

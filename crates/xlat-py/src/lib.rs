@@ -339,6 +339,57 @@ fn reclaim(
     r.map(|r| r.to_json()).map_err(analysis_to_py)
 }
 
+/// One-pass miss-ratio curves of `spec` (`xlat_core::analysis::mrc`) under the configuration
+/// (name, TOML, overrides, layout) whose OS model chooses page sizes, as a JSON string:
+/// set counts, most entries, page sizes ("4KB", "2MB", "1GB").
+#[pyfunction]
+#[pyo3(signature = (spec, config, sets, max_entries, page_sizes, progress=false))]
+fn mrc(
+    py: Python<'_>,
+    spec: &str,
+    config: (String, String, Vec<String>, Option<(String, String)>),
+    sets: Vec<usize>,
+    max_entries: usize,
+    page_sizes: Vec<String>,
+    progress: bool,
+) -> PyResult<String> {
+    use xlat_core::analysis::mrc::{analyze, MrcConfig, MrcError};
+    use xlat_core::units::PageSize;
+    let page_sizes = page_sizes
+        .iter()
+        .map(|p| {
+            PageSize::ALL
+                .into_iter()
+                .find(|s| s.name() == p)
+                .ok_or_else(|| ConfigError::new_err(format!("unknown page size '{p}' (known: 4KB, 2MB, 1GB).")))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let req = MrcConfig { sets, max_entries, page_sizes };
+    req.validate().map_err(|e| ConfigError::new_err(e.to_string()))?;
+    let (w, t, s, l) = config;
+    let cfg = build_config(&w, &t, &s, l)?;
+    let pipeline = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+    let mut src = xlat_core::sim::open_source(spec, pipeline).map_err(sim_to_py)?;
+    let spec = spec.to_string();
+    let r = py.allow_threads(move || {
+        let bar = Progress::new(progress, src.as_ref(), "miss-ratio curves");
+        analyze(src.as_mut(), &spec, &cfg, &req, |s| bar.update(s))
+    });
+    match r {
+        Ok(r) => Ok(r.to_json()),
+        Err(MrcError::Trace(e)) => Err(to_py(e)),
+        Err(MrcError::Sim(e)) => Err(SimulationError::new_err(e.to_string())),
+        Err(e @ MrcError::Config(_)) => Err(ConfigError::new_err(e.to_string())),
+    }
+}
+
+/// The single-level configuration a miss-ratio curve models (`single_level_toml`), from a
+/// configuration's TOML text.
+#[pyfunction]
+fn mrc_single_level(text: &str) -> PyResult<String> {
+    xlat_core::analysis::mrc::single_level_toml(text).map_err(ConfigError::new_err)
+}
+
 /// The workload catalogue as a JSON string.
 #[pyfunction]
 fn workloads() -> String {
@@ -554,6 +605,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(fidelity, m)?)?;
     m.add_function(wrap_pyfunction!(reclaim, m)?)?;
+    m.add_function(wrap_pyfunction!(mrc, m)?)?;
+    m.add_function(wrap_pyfunction!(mrc_single_level, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(record_trace, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

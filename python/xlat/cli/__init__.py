@@ -1,7 +1,7 @@
 """The ``xlat`` command line: one entry point, one subcommand per job.
 
 Each command lives in its own module here (``workloads``, ``trace_info``, ``convert`` (and
-``import``), ``sim``, ``rmm``, ``fidelity``, ``demo``, ``run`` (and ``hugepages``), ``trace``, ``experiment``,
+``import``), ``sim``, ``rmm``, ``fidelity``, ``mrc``, ``demo``, ``run`` (and ``hugepages``), ``trace``, ``experiment``,
 ``contiguity``, ``sweep``, ``model``), and
 registers its parser with a ``register`` function; :mod:`xlat.cli.common` holds what they share.
 
@@ -32,6 +32,7 @@ examples (quote workload specs: & and ? are special to the shell):
   xlat sim --cpu skylake --cpu zen4 --set skylake:tlb.stlb.entries=2048 bfs.xlat
   xlat fidelity xz.xlat --epoch 10000000   # access/dirty bits at G bits per 2MB page
   xlat sweep sweep.toml -o results/        # every point of a sweep file on Dask, resumable
+  xlat mrc xz.xlat --sets 1,16 --plot mrc.png   # misses of an LRU TLB of every size
   xlat contiguity --pid 1234              # ranges of contiguous pages in a live process (root)
 """
 
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         experiment,
         fidelity,
         model,
+        mrc,
         reclaim,
         rmm,
         run,
@@ -76,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     rmm.register(sub, common)  # Redundant Memory Mappings against its baselines
     fidelity.register(sub, common)  # access/dirty-bit fidelity at G bits per 2MB page (PRISM)
     reclaim.register(sub, common)  # eviction under memory pressure at G bits per 2MB page (PRISM)
+    mrc.register(sub, common)  # one-pass LRU miss-ratio curves of TLBs of every size
     demo.register(sub, common)
     run.register(sub)  # run and hugepages (the mosaic allocator)
     trace.register(sub)  # trace (real programs under QEMU)

@@ -5,10 +5,15 @@
 //!   4KB bits (PRISM, seed 004 Section 3).
 //! - [`reclaim`]: eviction under memory pressure with the bits at G per 2MB page (PRISM, seed
 //!   004 Section 6.5).
+//! - [`mrc`]: one-pass LRU miss-ratio curves of TLBs of every size (Mattson stack distances
+//!   over the OS model's page sizes; per-set distances for set-associative TLBs, [`stack`]).
 
 mod clock;
 pub mod fidelity;
+pub mod mrc;
+mod pagemap;
 pub mod reclaim;
+mod stack;
 
 /// Why an analysis did not run: its configuration (one sentence) or the trace.
 #[derive(Debug, thiserror::Error)]
