@@ -4,8 +4,9 @@
 //! holds L1U, L1K and L3 entries, replaced at random (`tlbwr`).
 //!
 //! An entry's key is its virtual page number shifted left 16 bits, or'ed with its address-space
-//! tag (0 for kernel pages: the MIPS global bit). Lookups go through a 256-slot hint table
-//! (the slot last seen holding a key of that hash) and fall back to a scan.
+//! tag (0 for kernel pages: the MIPS global bit). Lookups go through an index from key to slot
+//! (open addressing, linear probing, at most a quarter full), kept exact on every insert and
+//! eviction, so that a lookup is one or two probes however many entries the TLB has.
 
 use crate::config::PartitionPolicy;
 
@@ -26,7 +27,9 @@ struct Partition {
 pub struct MachTlb {
     keys: Vec<u64>,
     pfns: Vec<u64>,
-    hint: Box<[u8; 256]>,
+    /// Slot + 1 of each key, by hash (0: none); `mask + 1` buckets.
+    index: Vec<u16>,
+    mask: usize,
     upper: Partition,
     lower: Partition,
     rng: u64,
@@ -37,7 +40,7 @@ pub struct MachTlb {
 
 #[inline(always)]
 fn hash(key: u64) -> usize {
-    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize
 }
 
 impl MachTlb {
@@ -47,7 +50,8 @@ impl MachTlb {
         MachTlb {
             keys: vec![EMPTY; n],
             pfns: vec![0; n],
-            hint: Box::new([0; 256]),
+            index: vec![0; (4 * n).next_power_of_two().max(16)],
+            mask: (4 * n).next_power_of_two().max(16) - 1,
             lower: Partition { lo: 0, hi: lower.0, policy: lower.1, next: 0 },
             upper: Partition { lo: lower.0, hi: n, policy: upper.1, next: lower.0 },
             // (xorshift needs a non-zero state)
@@ -60,15 +64,51 @@ impl MachTlb {
 
     /// The slot holding `key`, without counting.
     #[inline(always)]
-    pub fn find(&mut self, key: u64) -> Option<usize> {
-        let h = hash(key);
-        let s = self.hint[h] as usize;
-        if self.keys.get(s) == Some(&key) {
-            return Some(s);
+    pub fn find(&self, key: u64) -> Option<usize> {
+        let mut h = hash(key) & self.mask;
+        loop {
+            let e = self.index[h] as usize;
+            if e == 0 {
+                return None;
+            }
+            if self.keys[e - 1] == key {
+                return Some(e - 1);
+            }
+            h = (h + 1) & self.mask;
         }
-        let s = self.keys.iter().position(|&k| k == key)?;
-        self.hint[h] = s as u8;
-        Some(s)
+    }
+
+    /// Enter slot `s` (holding its new key) in the index.
+    fn index_insert(&mut self, s: usize) {
+        let mut h = hash(self.keys[s]) & self.mask;
+        while self.index[h] != 0 {
+            h = (h + 1) & self.mask;
+        }
+        self.index[h] = s as u16 + 1;
+    }
+
+    /// Remove slot `s` (still holding its key) from the index: backward-shift deletion.
+    fn index_remove(&mut self, s: usize) {
+        let mut i = hash(self.keys[s]) & self.mask;
+        while self.index[i] as usize != s + 1 {
+            i = (i + 1) & self.mask;
+        }
+        let mut j = i;
+        loop {
+            j = (j + 1) & self.mask;
+            let e = self.index[j] as usize;
+            if e == 0 {
+                self.index[i] = 0;
+                return;
+            }
+            // The entry at j may move to i unless its home lies cyclically in (i, j].
+            let home = hash(self.keys[e - 1]) & self.mask;
+            let stays = if i <= j { i < home && home <= j } else { i < home || home <= j };
+            if !stays {
+                self.index[i] = self.index[j];
+                i = j;
+            }
+        }
     }
 
     /// Look `key` up (counted): its frame.
@@ -87,7 +127,7 @@ impl MachTlb {
     }
 
     /// Whether `key` is present (a `tlbp` probe: not counted as a lookup).
-    pub fn contains(&mut self, key: u64) -> bool {
+    pub fn contains(&self, key: u64) -> bool {
         self.find(key).is_some()
     }
 
@@ -114,7 +154,7 @@ impl MachTlb {
         };
         let (lo, hi, policy, next) = pick;
         let s = match policy {
-            PartitionPolicy::Random => lo + (self.random() % (hi - lo) as u64) as usize,
+            PartitionPolicy::Random => lo + (((self.random() >> 32) * (hi - lo) as u64) >> 32) as usize,
             PartitionPolicy::Fifo => {
                 let p = if lower { &mut self.lower } else { &mut self.upper };
                 p.next = if next + 1 >= hi { lo } else { next + 1 };
@@ -123,18 +163,20 @@ impl MachTlb {
         };
         if self.keys[s] != EMPTY {
             self.evictions[lower as usize] += 1;
+            self.index_remove(s);
         }
         self.keys[s] = key;
         self.pfns[s] = pfn;
-        self.hint[hash(key)] = s as u8;
+        self.index_insert(s);
         s
     }
 
     /// Drop every entry whose tag is not 0 (not global): after the OS invalidated pages.
     pub fn flush_user(&mut self) {
-        for k in self.keys.iter_mut() {
-            if *k != EMPTY && *k & 0xFFFF != 0 {
-                *k = EMPTY;
+        for s in 0..self.keys.len() {
+            if self.keys[s] != EMPTY && self.keys[s] & 0xFFFF != 0 {
+                self.index_remove(s);
+                self.keys[s] = EMPTY;
             }
         }
     }
@@ -155,6 +197,10 @@ impl MachTlb {
         seen.sort_unstable();
         if seen.windows(2).any(|w| w[0] == w[1]) {
             return Err("mach TLB: a key held twice".into());
+        }
+        let indexed = self.index.iter().filter(|&&e| e != 0).count();
+        if indexed != seen.len() || seen.iter().any(|&k| self.find(k).is_none()) {
+            return Err("mach TLB: the index does not match the entries".into());
         }
         Ok(())
     }
@@ -185,5 +231,21 @@ mod tests {
         }
         assert_eq!(t.key_at(0), EMPTY);
         t.check().unwrap();
+    }
+
+    #[test]
+    fn the_index_stays_exact_through_evictions_and_flushes() {
+        // 3 upper entries, many keys (some colliding in the index): after each insert the
+        // index finds exactly the keys held.
+        let mut t = MachTlb::new((3, Random), (1, Fifo), 3);
+        for k in 0..2000u64 {
+            let key = ((k * 37) % 101) << 16 | (k % 3);
+            t.insert(key, k, k % 5 == 0);
+            t.check().unwrap();
+            assert_eq!(t.find(key), Some((0..4).find(|&s| t.key_at(s) == key).unwrap()));
+        }
+        t.flush_user();
+        t.check().unwrap();
+        assert!((0..4).all(|s| t.key_at(s) == EMPTY || t.key_at(s) & 0xFFFF == 0));
     }
 }
