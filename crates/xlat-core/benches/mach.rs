@@ -55,7 +55,7 @@ impl Gen {
     /// A process's work between IPCs: code, stack, 30 random words of its table, the message.
     fn user(&mut self) {
         for w in 0..30 {
-            let off = self.rand() % (4 << 20) & !7;
+            let off = (self.rand() % (4 << 20)) & !7;
             self.acc(CODE + (w % 4) * 0x1000 + (w * 64) % 4096, AccessKind::IFetch);
             self.acc(TABLE + off, AccessKind::Load);
             self.acc(STACK - 0x100 - (w % 2) * 0x1000, AccessKind::Store);
