@@ -484,6 +484,9 @@ impl Counters for MachHandler {
         let misses: u64 = (0..5).map(|k| self.direct[k] + self.cascaded[k]).sum();
         // What the time estimate and the derived metrics read of every handler.
         out.put(format_args!("walker.walks"), misses);
+        out.put(format_args!("walker.walks_4k"), misses);
+        out.put(format_args!("walker.walks_2m"), 0);
+        out.put(format_args!("walker.walks_1g"), 0);
         out.put(format_args!("walker.loads"), self.loads_at.iter().sum());
         out.put(format_args!("walker.cycles"), self.cycles());
         for (h, name) in self.hit_names.iter().enumerate() {
