@@ -216,6 +216,48 @@ fn ptlb_prefetches_remove_exactly_the_l2_misses_they_cover() {
 }
 
 #[test]
+fn ptlb_prefetches_of_kernel_ipc_structures_remove_their_l1k_and_l3_misses() {
+    // 4 upper entries, FIFO; the PTLB prefetches only the receiver's kernel IPC page
+    // (KSEG2 + asid * 0x10000). Each process touches 4 pages of its own between IPCs, which
+    // pushes the kernel entries out of the upper partition.
+    let port = |asid: u64| KSEG2 + asid * 0x1_0000;
+    let pages = |t: &mut T| {
+        for i in 0..4u64 {
+            t.load(0x1000_0000 + i * 0x1000);
+        }
+    };
+    let mut t = T::default();
+    t.mark(Marker::ContextSwitch { asid: 1 });
+    // 1 -> 2: the server's port is not in the PTLB yet (a probe, 25); the kernel touches it:
+    // L1K miss, L3 miss (the kernel page-table page); the generic handler stores it in the PTLB.
+    t.mark(Marker::IpcSend { peer: 2, bytes: 8 }).load(port(2));
+    t.mark(Marker::ContextSwitch { asid: 2 }).mark(Marker::IpcRecv { peer: 1, bytes: 8 });
+    pages(&mut t);
+    // 2 -> 1: the client's port, likewise (25; L1K and L3 misses: the server's pages evicted
+    // both kernel entries).
+    t.mark(Marker::IpcSend { peer: 1, bytes: 8 }).load(port(1));
+    t.mark(Marker::ContextSwitch { asid: 1 }).mark(Marker::IpcRecv { peer: 2, bytes: 8 });
+    pages(&mut t);
+    // 1 -> 2 again: the server's port is in the PTLB, not in the TLB: prefetched (60), and the
+    // kernel's access hits. Without the PTLB: an L1K miss and an L3 miss.
+    t.mark(Marker::IpcSend { peer: 2, bytes: 8 }).load(port(2));
+    let base = "entries = 8\nupper = 4\nlower = 4\nupper_policy = \"fifo\"";
+    let without = t.run(&mach(base));
+    let prefetch = "ptlb = true\nptlb_user_pages = []\nptlb_ipc_pages = 1\nptlb_l3 = false";
+    let with = t.run(&mach(&format!("{base}\n{prefetch}")));
+    assert_eq!(of(&without, "l1k"), (3, 3, 0, 3 * 512));
+    assert_eq!(of(&with, "l1k"), (2, 2, 0, 2 * 512));
+    // L3: the kernel page-table page of kseg2 (3 times without, twice with) and of each user
+    // page table (server, client).
+    assert_eq!(of(&without, "l3").0, 5);
+    assert_eq!(of(&with, "l3").0, 4);
+    assert_eq!(of(&with, "l2"), of(&without, "l2"));
+    assert_eq!(of(&with, "l1u"), of(&without, "l1u"));
+    assert_eq!((with["mach.ptlb.prefetches"], with["mach.ptlb.absent"], with["mach.ptlb.stores"]), (1, 2, 2));
+    assert_eq!(with["mach.ptlb.cycles"], 25 + 25 + 60);
+}
+
+#[test]
 fn bad_mach_configurations_get_one_sentence() {
     let bad = |extra: &str| {
         let text = format!("name = \"m\"\n[mach]\n{extra}\n");
