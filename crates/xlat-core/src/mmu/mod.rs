@@ -104,8 +104,7 @@ pub struct Mmu {
     /// Address-space tag of the current address space (0 without ASIDs).
     tag: u64,
     asid_mode: bool,
-    /// `[mach]`: no page TLBs; every access goes to the miss handler, which holds the TLB.
-    handler_tlb: bool,
+    handler_tlb: bool, // `[mach]`: no page TLBs; every access reaches the handler, which holds the TLB
 }
 
 impl Mmu {
@@ -197,8 +196,7 @@ impl Mmu {
         })
     }
 
-    /// Whether role `r` has first-level TLBs (else its accesses are untranslated), or the
-    /// miss handler holds the TLB (`[mach]`).
+    /// Whether role `r` has first-level TLBs or the handler holds them (else: untranslated).
     #[inline(always)]
     pub fn translates(&self, r: usize) -> bool {
         !self.routes.fast[r].is_empty() || self.handler_tlb
