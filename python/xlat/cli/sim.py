@@ -78,6 +78,8 @@ def sim_table(results: list, reports: list | None = None) -> str:
     add("page faults", lambda r: r.counters["os.page_faults"])
     rows.append(("faults 4KB / 2MB / 1GB", by_size("os.faults")))
     add("shootdowns", lambda r: r.counters["shootdowns"])
+    if any("mach.misses" in r.counters for r in results):
+        add_mach_rows(add, ratio)
     add("est. cycles", lambda r: r.derived["time.total_cycles"])
     # Two different costs, shown apart (time.translation_fraction is their sum).
     for label, key in (("walk cycles share", "walk_share"), ("L2-TLB hit cycles share", "tlb_hit_share")):
@@ -96,6 +98,21 @@ def sim_table(results: list, reports: list | None = None) -> str:
             "  ".join([k.ljust(widths[0]), *(v.rjust(w) for v, w in zip(vals, widths[1:], strict=True))])
         )
     return "\n".join(lines)
+
+
+def add_mach_rows(add, fmt) -> None:
+    """The software-managed TLB's rows (`[mach]`, docs/mach.md)."""
+    for t in ("l1u", "l1k", "l2", "l3", "invalid"):
+        add(f"mach {t} misses", lambda r, t=t: r.counters.get(f"mach.misses.{t}", 0))
+        add(f"mach {t} cascaded", lambda r, t=t: r.counters.get(f"mach.cascaded.{t}", 0))
+        add(f"mach {t} cycles", lambda r, t=t: r.counters.get(f"mach.cycles.{t}", 0))
+    add("mach kernel misses (L1K+L2+L3)", lambda r: r.counters.get("mach.kernel_misses", 0))
+    add("mach kernel miss cycles", lambda r: r.counters.get("mach.kernel_cycles", 0))
+    add("mach TLB-handling cycles", lambda r: r.counters.get("mach.cycles", 0))
+    add("mach STLB hits", lambda r: r.counters.get("mach.stlb.hits", 0))
+    add("mach STLB hit rate", lambda r: r.derived.get("mach.stlb.hit_rate", 0.0), fmt)
+    add("mach PTLB prefetches", lambda r: r.counters.get("mach.ptlb.prefetches", 0))
+    add("mach PTLB cycles", lambda r: r.counters.get("mach.ptlb.cycles", 0))
 
 
 def add_energy_rows(rows: list, results: list, reports: list, fmt) -> None:

@@ -7,6 +7,7 @@ pub mod bounds;
 pub mod footprint;
 pub mod layout;
 mod lite;
+mod mach;
 mod os;
 mod parse;
 mod prism;
@@ -16,6 +17,7 @@ use crate::array::Replacement;
 pub use crate::units::{PageSize, Size};
 use layout::Layout;
 pub use lite::{LiteConfig, LiteThreshold};
+pub use mach::{MachConfig, PartitionPolicy, StlbKind};
 use os::is_default_range_threshold;
 pub use os::*;
 pub use parse::{apply_set, ConfigError, Result};
@@ -152,6 +154,9 @@ pub struct Config {
     /// Lite's way-disabling controller of the L1 page TLBs (none by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lite: Option<LiteConfig>,
+    /// Mach 3.0's software-managed TLB (none by default; mmu/mach/, docs/mach.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mach: Option<MachConfig>,
     /// The mosaic layout (set by `--layout`; required when `os.policy = "mosaic"`).
     #[serde(default)]
     pub layout: Option<Layout>,
@@ -201,6 +206,26 @@ impl Config {
         Ok(cfg)
     }
 
+    /// What `[mach]` cannot run with, one sentence each.
+    fn validate_mach(&self) -> Result<()> {
+        let c = &self.name;
+        let others = [
+            (!self.tlb.is_empty(), "[[tlb]] entries (the machine's TLB is mach.entries)"),
+            (!self.psc.is_empty(), "[[psc]] entries"),
+            (!self.range_tlb.is_empty(), "[[range_tlb]] entries"),
+            (self.cluster_tlb.is_some() || self.direct_segment.is_some(), "section 4.8's baselines"),
+            (self.prism.is_some() || self.lite.is_some(), "[prism] or [lite]"),
+            (self.walker.kind != WalkerKind::Radix, "walker.kind (its handlers are mach.*)"),
+            (!self.memory.kinds.is_empty(), "memory.kinds (it runs on one DRAM)"),
+            (!self.os.asid, "os.asid = false (its TLB entries are tagged with address spaces)"),
+            (self.os.levels != 4, "os.levels = 5 (user addresses lie below 2^47)"),
+        ];
+        if let Some((_, what)) = others.iter().find(|(bad, _)| *bad) {
+            return err(format!("config '{c}': [mach] cannot run with {what}; remove it."));
+        }
+        Ok(())
+    }
+
     /// Check every rule that serde's types do not; one sentence naming the component and field.
     pub fn validate(&self) -> Result<()> {
         let c = &self.name;
@@ -235,7 +260,10 @@ impl Config {
                 m.max_order
             ));
         }
-        if self.tlb.is_empty() {
+        if let Some(m) = &self.mach {
+            m.validate(c)?;
+            self.validate_mach()?;
+        } else if self.tlb.is_empty() {
             return err(format!("config '{c}': at least one [[tlb]] is needed."));
         }
         let mut names = std::collections::HashSet::new();
@@ -252,7 +280,7 @@ impl Config {
                 return err(format!("{w}: page_sizes is empty."));
             }
         }
-        let max_level = self.tlb.iter().map(|t| t.level).max().unwrap_or(1);
+        let max_level = self.tlb.iter().map(|t| t.level).max().unwrap_or(0);
         for l in 1..=max_level {
             if !self.tlb.iter().any(|t| t.level == l) {
                 return err(format!("config '{c}': no TLB has level {l}, but level {max_level} exists."));

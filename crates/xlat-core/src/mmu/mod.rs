@@ -14,6 +14,7 @@
 pub mod cluster;
 pub mod keys;
 mod lite;
+pub mod mach;
 mod memo;
 pub(crate) use memo::MEMO;
 pub mod prism;
@@ -103,6 +104,7 @@ pub struct Mmu {
     /// Address-space tag of the current address space (0 without ASIDs).
     tag: u64,
     asid_mode: bool,
+    handler_tlb: bool, // `[mach]`: no page TLBs; every access reaches the handler, which holds the TLB
 }
 
 impl Mmu {
@@ -158,6 +160,7 @@ impl Mmu {
             shootdowns: 0,
             tag: 0,
             asid_mode: cfg.os.asid,
+            handler_tlb: cfg.mach.is_some(),
         };
         m.live_probes();
         m
@@ -193,10 +196,10 @@ impl Mmu {
         })
     }
 
-    /// Whether role `r` has first-level TLBs (else its accesses are untranslated).
+    /// Whether role `r` has first-level TLBs or the handler holds them (else: untranslated).
     #[inline(always)]
     pub fn translates(&self, r: usize) -> bool {
-        !self.routes.fast[r].is_empty()
+        !self.routes.fast[r].is_empty() || self.handler_tlb
     }
 
     /// The current address-space tag.

@@ -87,6 +87,17 @@ impl Variant for PrismLoop {
     const RANGES: bool = false;
 }
 
+/// Mach 3.0's software-managed TLB (`[mach]`, mmu/mach/): no page TLBs in the MMU, the
+/// handler holds the TLB; one DRAM, no observer.
+pub struct MachLoop;
+
+impl Variant for MachLoop {
+    type Handler = crate::mmu::mach::MachHandler;
+    type Backend = Dram;
+    type Observer = super::observer::NoObserver;
+    const RANGES: bool = false;
+}
+
 /// Any configuration: the handler and the backend chosen at run time, range TLBs allowed, and
 /// observer `O`.
 pub struct General<O>(std::marker::PhantomData<O>);

@@ -1,7 +1,7 @@
 //! The public face of the simulator: builds the compiled copy of the loop a configuration needs
 //! and dispatches to it once per batch; `simulate` runs a whole trace.
 
-use super::engine::{Core, General, LiteLoop, Plain, PrismLoop, Staged, Variant};
+use super::engine::{Core, General, LiteLoop, MachLoop, Plain, PrismLoop, Staged, Variant};
 use super::epoch::EpochController;
 use super::observer::{AccessObserver, NoObserver};
 use super::result::SimResult;
@@ -101,7 +101,10 @@ impl Simulator {
         if cfg.prism().is_some() && cfg.lite.is_some() {
             crate::config::err(format!("config '{}': [lite] and [prism] cannot run together yet.", cfg.name))?;
         }
-        let sim = if cfg.prism().is_some() && Self::is_plain(cfg) {
+        let sim = if cfg.mach.is_some() {
+            let core = Core::<MachLoop>::new(cfg, crate::mmu::mach::MachHandler::new(cfg), Dram, NoObserver)?;
+            Simulator { engine: Box::new(core), variant: "mach" }
+        } else if cfg.prism().is_some() && Self::is_plain(cfg) {
             // PRISM on the plain configuration: the plain loop with its structure as the observer.
             let core = Core::<PrismLoop>::new(cfg, RadixWalker::new(cfg), Dram, crate::mmu::prism::Prism::new(cfg))?;
             Simulator { engine: Box::new(core), variant: "prism" }
@@ -150,6 +153,9 @@ impl Simulator {
         if cfg.lite.is_some() {
             crate::config::err(format!("config '{}': [lite] cannot run with an access observer.", cfg.name))?;
         }
+        if cfg.mach.is_some() {
+            crate::config::err(format!("config '{}': [mach] cannot run with an access observer.", cfg.name))?;
+        }
         Self::general(cfg, obs)?.with_configured_controllers()
     }
 
@@ -178,7 +184,7 @@ impl Simulator {
         cfg.walker.kind == WalkerKind::Radix && matches!(crate::mem::backend::from_config(cfg), AnyBackend::Dram(_))
     }
 
-    /// Which compiled copy runs: `plain`, `staged`, `lite`, `prism` or `general`.
+    /// Which compiled copy runs: `plain`, `staged`, `lite`, `prism`, `mach` or `general`.
     pub fn variant(&self) -> &'static str {
         self.variant
     }
