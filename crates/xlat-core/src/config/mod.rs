@@ -5,6 +5,7 @@
 
 pub mod bounds;
 pub mod footprint;
+mod hybrid;
 pub mod layout;
 mod lite;
 mod os;
@@ -14,6 +15,7 @@ mod structures;
 
 use crate::array::Replacement;
 pub use crate::units::{PageSize, Size};
+pub use hybrid::{HybridConfig, MigrationPolicy};
 use layout::Layout;
 pub use lite::{LiteConfig, LiteThreshold};
 use os::is_default_range_threshold;
@@ -152,6 +154,10 @@ pub struct Config {
     /// Lite's way-disabling controller of the L1 page TLBs (none by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lite: Option<LiteConfig>,
+    /// A hybrid DRAM/NVM memory's time model and migration (Rainbow's baselines; none by
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hybrid: Option<HybridConfig>,
     /// The mosaic layout (set by `--layout`; required when `os.policy = "mosaic"`).
     #[serde(default)]
     pub layout: Option<Layout>,
@@ -339,6 +345,9 @@ impl Config {
         if let Some(l) = &self.lite {
             l.validate(c, self.walker.kind == WalkerKind::Radix, &self.tlb)?;
         }
+        if let Some(h) = &self.hybrid {
+            h.validate(c, self.memory.kinds.len(), self.sim.data_through_caches)?;
+        }
         if self.sim.contiguity_threshold == 0 {
             return err(format!("config '{c}': sim.contiguity_threshold = 0 must be at least 1 page."));
         }
@@ -462,6 +471,12 @@ impl Config {
                     return err(format!("{w}: {f} = {v} must be a finite number >= 0."));
                 }
             }
+        }
+        if let Some(k) = m.kinds.iter().find(|k| k.size.0 > m.size.0) {
+            return err(format!(
+                "config '{c}': memory kind '{}' ({} bytes) is larger than the whole memory (memory.size = {} bytes).",
+                k.name, k.size.0, m.size.0
+            ));
         }
         let sum = m.kinds.iter().fold(0u64, |a, k| a.saturating_add(k.size.0));
         if !m.kinds.is_empty() && sum != m.size.0 {

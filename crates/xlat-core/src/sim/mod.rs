@@ -17,6 +17,7 @@
 pub mod contiguity;
 pub mod engine;
 pub mod epoch;
+pub mod hybrid;
 pub mod lite;
 pub mod observer;
 mod parallel;

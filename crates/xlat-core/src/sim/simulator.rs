@@ -1,7 +1,7 @@
 //! The public face of the simulator: builds the compiled copy of the loop a configuration needs
 //! and dispatches to it once per batch; `simulate` runs a whole trace.
 
-use super::engine::{Core, General, LiteLoop, Plain, PrismLoop, Staged, Variant};
+use super::engine::{Core, General, HybridLoop, LiteLoop, Plain, PrismLoop, Staged, Variant};
 use super::epoch::EpochController;
 use super::observer::{AccessObserver, NoObserver};
 use super::result::SimResult;
@@ -101,7 +101,9 @@ impl Simulator {
         if cfg.prism().is_some() && cfg.lite.is_some() {
             crate::config::err(format!("config '{}': [lite] and [prism] cannot run together yet.", cfg.name))?;
         }
-        let sim = if cfg.prism().is_some() && Self::is_plain(cfg) {
+        let sim = if cfg.hybrid.is_some() {
+            Self::hybrid(cfg, NoObserver)?
+        } else if cfg.prism().is_some() && Self::is_plain(cfg) {
             // PRISM on the plain configuration: the plain loop with its structure as the observer.
             let core = Core::<PrismLoop>::new(cfg, RadixWalker::new(cfg), Dram, crate::mmu::prism::Prism::new(cfg))?;
             Simulator { engine: Box::new(core), variant: "prism" }
@@ -135,6 +137,12 @@ impl Simulator {
             let c = super::lite::Lite::new(self.config(), l);
             self.add_controller(Box::new(c)).map_err(Error::Invariant)?;
         }
+        if let Some(h) =
+            self.config().hybrid.as_ref().filter(|h| h.migration == crate::config::MigrationPolicy::Utility)
+        {
+            let c = super::hybrid::Migration::new(h);
+            self.add_controller(Box::new(c)).map_err(Error::Invariant)?;
+        }
         let sim = &self.config().sim;
         if sim.contiguity_every > 0 {
             let c = super::contiguity::ContiguityEpochs::new(sim.contiguity_every, sim.contiguity_threshold);
@@ -150,6 +158,9 @@ impl Simulator {
         if cfg.lite.is_some() {
             crate::config::err(format!("config '{}': [lite] cannot run with an access observer.", cfg.name))?;
         }
+        if cfg.hybrid.is_some() {
+            return Self::hybrid(cfg, obs)?.with_configured_controllers();
+        }
         Self::general(cfg, obs)?.with_configured_controllers()
     }
 
@@ -161,6 +172,26 @@ impl Simulator {
         let backend = crate::mem::backend::from_config(cfg);
         let core = Core::<General<O>>::new(cfg, handler, backend, obs)?;
         Ok(Simulator { engine: Box::new(core), variant: "general" })
+    }
+
+    /// The hybrid DRAM/NVM memory's loop (`[hybrid]`): the radix walker and page TLBs only.
+    fn hybrid<O: AccessObserver + 'static>(cfg: &Config, obs: O) -> Result<Simulator, Error> {
+        let c = &cfg.name;
+        if cfg.prism().is_some() || cfg.lite.is_some() {
+            crate::config::err(format!("config '{c}': [hybrid] cannot run with [lite] or [prism] yet."))?;
+        }
+        if cfg.walker.kind != WalkerKind::Radix
+            || !cfg.range_tlb.is_empty()
+            || cfg.cluster_tlb().is_some()
+            || cfg.direct_segment().is_some()
+        {
+            crate::config::err(format!(
+                "config '{c}': [hybrid] needs the radix walker and page TLBs only (no range TLBs, clustered TLB or direct segment)."
+            ))?;
+        }
+        let mem = crate::mem::hybrid::HybridMemory::new(cfg);
+        let core = Core::<HybridLoop<O>>::new(cfg, RadixWalker::new(cfg), mem, obs)?;
+        Ok(Simulator { engine: Box::new(core), variant: "hybrid" })
     }
 
     /// Whether `cfg` runs the plain loop.
