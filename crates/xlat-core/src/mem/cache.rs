@@ -97,7 +97,9 @@ impl Cache {
 
     /// The set `pa`'s line maps to.
     pub(super) fn set_of(&self, pa: u64) -> usize {
-        ((pa >> self.line_shift) % self.sets) as usize
+        let line = pa >> self.line_shift;
+        // (A power-of-two set count, every preset's, needs no division.)
+        (if self.sets.is_power_of_two() { line & (self.sets - 1) } else { line % self.sets }) as usize
     }
 
     /// The set count.

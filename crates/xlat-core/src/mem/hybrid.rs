@@ -21,7 +21,6 @@ use crate::mem::backend::{Backend, KindSpec};
 use crate::mem::Caches;
 use crate::stats::{Counters, Sink};
 use crate::units::PageSize;
-use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
 /// DRAM is kind 0, NVM kind 1.
@@ -34,8 +33,8 @@ const LINE_SHIFT: u32 = 6;
 /// One frame's memory traffic in the current interval (lines).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PageCount {
-    pub reads: u64,
-    pub writes: u64,
+    pub reads: u32,
+    pub writes: u32,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -83,11 +82,13 @@ pub struct HybridMemory {
     dirty: Vec<Vec<u64>>,
     /// Whether per-frame counts and the page map are kept (a migration policy is on).
     tracking: bool,
-    /// Per-frame traffic of the current interval (the migration engine clears it).
-    pub counts: FxHashMap<u64, PageCount>,
-    /// Frame -> the virtual 4KB page a walk last translated to it (may be stale: check with the
-    /// OS before acting on it).
-    pub pages: FxHashMap<u64, u64>,
+    /// Per-frame traffic of the current interval, indexed by frame (allocated zeroed, so the
+    /// host backs only the frames touched), and the frames with a count, in first-touch order.
+    counts: Vec<PageCount>,
+    touched: Vec<u32>,
+    /// Per frame, 1 + the virtual 4KB page a walk last translated to it (0: none; may be
+    /// stale: check with the OS before acting on it).
+    pages: Vec<u64>,
     pub(crate) cfg: HybridConfig,
     base_cpi: f64,
 }
@@ -108,15 +109,18 @@ impl HybridMemory {
             }
         };
         let h = cfg.hybrid.clone().unwrap_or_default();
+        let tracking = h.migration != crate::config::MigrationPolicy::None;
+        let frames = (cfg.memory.size.0 >> 12) as usize;
         HybridMemory {
             dram_end: cfg.memory.kinds[0].size.0,
             specs: (0..cfg.memory.kinds.len()).map(spec).collect(),
             kinds: vec![KindCounts::default(); cfg.memory.kinds.len()],
             cycles: Cycles::default(),
             dirty: Vec::new(),
-            tracking: h.migration != crate::config::MigrationPolicy::None,
-            counts: FxHashMap::default(),
-            pages: FxHashMap::default(),
+            tracking,
+            counts: if tracking { vec![PageCount::default(); frames] } else { Vec::new() },
+            touched: Vec::new(),
+            pages: if tracking { vec![0; frames] } else { Vec::new() },
             cfg: h,
             base_cpi: cfg.sim.base_cpi,
         }
@@ -137,6 +141,33 @@ impl HybridMemory {
         (instructions as f64 * self.base_cpi) as u64 + translation + self.cycles.total()
     }
 
+    /// Frame `pfn`'s count (tracking only).
+    #[inline(always)]
+    fn count(&mut self, pfn: u64) -> &mut PageCount {
+        let c = &mut self.counts[pfn as usize];
+        if *c == PageCount::default() {
+            self.touched.push(pfn as u32);
+        }
+        c
+    }
+
+    /// The interval's per-frame counts, in first-touch order; the counts start again at zero.
+    pub fn take_counts(&mut self) -> Vec<(u64, PageCount)> {
+        let touched = std::mem::take(&mut self.touched);
+        touched.into_iter().map(|f| (f as u64, std::mem::take(&mut self.counts[f as usize]))).collect()
+    }
+
+    /// The virtual page a walk last translated to frame `pfn` (tracking only).
+    pub fn page_of(&self, pfn: u64) -> Option<u64> {
+        self.pages.get(pfn as usize).and_then(|&v| v.checked_sub(1))
+    }
+
+    /// Frame `pfn` now holds the virtual page `va` (a migration), and `old` no longer.
+    pub fn moved(&mut self, old: u64, new: u64, va: u64) {
+        self.pages[old as usize] = 0;
+        self.pages[new as usize] = va + 1;
+    }
+
     #[inline]
     fn writeback(&mut self, line: u64) {
         let pa = line << LINE_SHIFT;
@@ -144,7 +175,7 @@ impl HybridMemory {
         self.kinds[k].writebacks += 1;
         self.cycles.writebacks += self.specs[k].write_latency;
         if self.tracking {
-            self.counts.entry(pa >> 12).or_default().writes += 1;
+            self.count(pa >> 12).writes += 1;
         }
     }
 
@@ -204,7 +235,7 @@ impl Backend for HybridMemory {
         } else {
             self.cycles.data_reads += lat;
             if self.tracking {
-                self.counts.entry(pa >> 12).or_default().reads += 1;
+                self.count(pa >> 12).reads += 1;
             }
         }
         lat
@@ -245,7 +276,7 @@ impl Backend for HybridMemory {
     #[inline]
     fn walked(&mut self, va: u64, pfn: u64, size: PageSize) {
         if self.tracking && size == PageSize::Size4K {
-            self.pages.insert(pfn, va & !0xfff);
+            self.pages[pfn as usize] = (va & !0xfff) + 1;
         }
     }
 

@@ -115,8 +115,7 @@ impl Migration {
         m.cycles.shootdown += m.cfg.shootdown_cycles;
         m.cycles.remap += m.cfg.remap_cycles;
         let new = cx.os.lookup(va).map(|(p, _)| p).expect("a migrated page is mapped");
-        m.pages.remove(&pfn);
-        m.pages.insert(new, va);
+        m.moved(pfn, new, va);
         Ok(Some((new, copy)))
     }
 
@@ -128,16 +127,16 @@ impl Migration {
     fn interval_end(&mut self, cx: &mut Cx<'_>, m: &mut HybridMemory) -> Result<(), SimError> {
         self.intervals += 1;
         let now = self.intervals;
-        let counts = std::mem::take(&mut m.counts);
+        let counts = m.take_counts();
         let u = Self::utility(m);
         let mut cands: Vec<(i64, u64)> = Vec::new();
-        for (&pfn, c) in &counts {
+        for &(pfn, c) in &counts {
             if m.kind_of(pfn << 12) == DRAM {
                 if c.writes > 0 {
                     self.lists.mark_dirty(pfn);
                 }
             } else {
-                let b = u.benefit(c.reads, c.writes);
+                let b = u.benefit(c.reads as u64, c.writes as u64);
                 if self.threshold.passes(b) {
                     cands.push((b, pfn));
                 }
@@ -146,7 +145,7 @@ impl Migration {
         cands.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut both_ways = false;
         'candidates: for (b, pfn) in cands {
-            let Some(&va) = m.pages.get(&pfn) else {
+            let Some(va) = m.page_of(pfn) else {
                 self.stale += 1;
                 continue;
             };
@@ -170,7 +169,7 @@ impl Migration {
                     continue 'candidates;
                 }
                 self.lists.remove(victim);
-                let Some(&vva) = m.pages.get(&victim) else {
+                let Some(vva) = m.page_of(victim) else {
                     self.stale += 1;
                     continue;
                 };
