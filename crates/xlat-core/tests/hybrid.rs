@@ -120,6 +120,68 @@ fn the_hot_page_moves_to_dram_at_the_interval_and_its_cost_is_charged() {
     assert_eq!(c["walker.walks"], 3);
 }
 
+/// `n` loads of line 0 of page `page` (the first misses, the rest hit the cache).
+fn same_line(b: &mut Batch, ic: &mut u64, page: u64, n: u64) {
+    for _ in 0..n {
+        *ic += 1;
+        b.push_access(Access { addr: BASE + (page << 12), icount: *ic, tid: 1, size: 8, kind: AccessKind::Load });
+    }
+}
+
+#[test]
+fn tlb_counting_sees_the_references_the_caches_filter() {
+    // 400 loads of one line of P: one reaches the memory. Counted at the memory (1 read) P is
+    // not worth moving; counted in the TLB as HSCC does (400 references: 400 x 100 - 20,399 =
+    // 19,601 > 0) it moves.
+    let mut b = Batch::default();
+    mmap(&mut b, BASE, 1 << 20, ANON);
+    let mut ic = 0;
+    same_line(&mut b, &mut ic, 0, 400);
+    pass(&mut b, &mut ic, 1, 1, AccessKind::Load);
+    let (_, c) = run(Simulator::new(&migrate_cfg(400)).expect("sim"), std::slice::from_ref(&b));
+    assert_eq!(c["epoch.migrate.promotions"], 0);
+    let text = tiny_text("").replace("[os]\n", "[os]\ntiering = \"highest-first\"\n")
+        + &MIGRATE.replace("check_instructions = 384", "check_instructions = 400")
+        + "counting = \"tlb\"\n";
+    let cfg = Config::from_toml("tlb", &text, &[]).expect("config");
+    let (_, c) = run(Simulator::new(&cfg).expect("sim"), &[b]);
+    assert_eq!(c["epoch.migrate.promotions"], 1);
+    assert_eq!(c["hybrid.tlb_counted_references"], 464);
+}
+
+#[test]
+fn a_2mb_page_moves_whole_at_512_times_the_cost() {
+    // THP, 2MB granularity, TLB counting; DRAM 4MiB (its second 2MB block free: page tables
+    // take frames of the first), NVM 8MiB. The cost of moving a 2MB page: 512 copies of
+    // 64 x (200 + 100) = 9,830,400, clflush of 32,768 lines x 3 = 98,304, shootdown 1,000,
+    // remap 7: 9,929,711. 110,000 references of P: 11,000,000 - 9,929,711 > 0: P moves.
+    let mut b = Batch::default();
+    mmap(&mut b, BASE, 4 << 20, ANON);
+    let mut ic = 0;
+    same_line(&mut b, &mut ic, 0, 110_000);
+    same_line(&mut b, &mut ic, 512, 1000);
+    let text = tiny_text("")
+        .replace("policy = \"4k\"", "policy = \"thp\"\ntiering = \"highest-first\"")
+        .replace("size = \"2MiB\"", "size = \"4MiB\"")
+        .replace("size = \"4MiB\"\nread_latency = 200", "size = \"8MiB\"\nread_latency = 200")
+        + &MIGRATE.replace("check_instructions = 384", "check_instructions = 111000")
+        + "counting = \"tlb\"\ngranularity = \"2MB\"\n";
+    let cfg = Config::from_toml("2mb", &text, &[]).expect("config");
+    let (s, c) = run(Simulator::new(&cfg).expect("sim"), &[b]);
+    assert_eq!(c["os.faults_2m"], 2);
+    assert_eq!(c["epoch.migrate.promotions"], 1, "P, not the other 2MB page (1,000 references)");
+    assert_eq!(c["epoch.migrate.bytes_copied"], 2 << 20);
+    assert_eq!(c["hybrid.nvm.copy_reads"], 32_768);
+    assert_eq!(c["hybrid.dram.copy_writes"], 32_768);
+    assert_eq!(c["hybrid.cycles.migration"], 9_830_400);
+    assert_eq!(c["hybrid.cycles.clflush"], 98_304);
+    assert_eq!(c["hybrid.cycles.shootdown"], 1000);
+    let (pfn, size) = s.os().lookup(BASE).expect("mapped");
+    assert_eq!((s.os().zone_of(pfn), size), (0, xlat_core::config::PageSize::Size2M));
+    let (pfn, _) = s.os().lookup(BASE + (2 << 20)).expect("mapped");
+    assert_eq!(s.os().zone_of(pfn), 1);
+}
+
 #[test]
 fn stores_are_written_back_when_evicted_and_flushed_when_their_page_moves() {
     // 5 passes of stores to P: each misses (a read: the line is allocated), and is written back
@@ -266,7 +328,9 @@ fn bad_hybrid_input_is_one_sentence_each() {
 fn the_rainbow_configurations_run_the_hybrid_loop() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/rainbow/");
     let batches = common::mixed_trace(20_000, common::G, false);
-    for (file, kinds) in [("flat-static.toml", 2), ("dram-only-2mb.toml", 1)] {
+    for (file, kinds) in
+        [("flat-static.toml", 2), ("dram-only-2mb.toml", 1), ("hscc-4kb.toml", 2), ("hscc-2mb.toml", 2)]
+    {
         let text = std::fs::read_to_string(format!("{dir}{file}")).expect("config");
         let cfg = Config::from_toml(file, &text, &[]).expect("valid");
         assert_eq!(cfg.memory.kinds.len(), kinds, "{file}");

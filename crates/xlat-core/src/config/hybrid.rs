@@ -18,6 +18,31 @@ pub enum MigrationPolicy {
     Utility,
 }
 
+/// `hybrid.counting`: where the migration policy's per-page accesses are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Counting {
+    /// At the memory controller: last-level-cache misses (reads) and write-backs (writes).
+    #[default]
+    Memory,
+    /// In the TLB entries, as HSCC (seed 003 section IV-D: "implemented in TLB and does not
+    /// filter the memory references in on-chip caches"): every load, fetch (reads) and store
+    /// (writes) to the page.
+    Tlb,
+}
+
+/// `hybrid.granularity`: the size of the pages migration moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum Granularity {
+    /// 4KB pages (HSCC-4KB-mig).
+    #[default]
+    #[serde(rename = "4KB")]
+    Page4K,
+    /// 2MB pages (HSCC-2MB-mig).
+    #[serde(rename = "2MB")]
+    Page2M,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HybridConfig {
@@ -26,6 +51,10 @@ pub struct HybridConfig {
     pub clock_ghz: f64,
     #[serde(default)]
     pub migration: MigrationPolicy,
+    #[serde(default)]
+    pub counting: Counting,
+    #[serde(default)]
+    pub granularity: Granularity,
     /// The migration interval in cycles of the time model (checked every `check_instructions`).
     #[serde(default = "default_interval")]
     pub interval: u64,
@@ -78,6 +107,8 @@ impl Default for HybridConfig {
         HybridConfig {
             clock_ghz: default_clock(),
             migration: MigrationPolicy::None,
+            counting: Counting::Memory,
+            granularity: Granularity::Page4K,
             interval: default_interval(),
             check_instructions: default_check(),
             threshold_cycles: 0,

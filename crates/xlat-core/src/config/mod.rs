@@ -15,7 +15,7 @@ mod structures;
 
 use crate::array::Replacement;
 pub use crate::units::{PageSize, Size};
-pub use hybrid::{HybridConfig, MigrationPolicy};
+pub use hybrid::{Counting, Granularity, HybridConfig, MigrationPolicy};
 use layout::Layout;
 pub use lite::{LiteConfig, LiteThreshold};
 use os::is_default_range_threshold;

@@ -37,6 +37,37 @@ pub struct PageCount {
     pub writes: u32,
 }
 
+/// Per-frame counts of an interval, indexed by frame (allocated zeroed, so that the host backs
+/// only the frames touched), with the frames counted, in first-touch order.
+#[derive(Debug, Clone, Default)]
+pub struct FrameCounts {
+    counts: Vec<PageCount>,
+    touched: Vec<u32>,
+}
+
+impl FrameCounts {
+    /// Counts for `frames` frames (0: none kept).
+    pub fn new(frames: usize) -> FrameCounts {
+        FrameCounts { counts: vec![PageCount::default(); frames], touched: Vec::new() }
+    }
+
+    /// Frame `pfn`'s count.
+    #[inline(always)]
+    pub fn get(&mut self, pfn: u64) -> &mut PageCount {
+        let c = &mut self.counts[pfn as usize];
+        if *c == PageCount::default() {
+            self.touched.push(pfn as u32);
+        }
+        c
+    }
+
+    /// The counts so far, in first-touch order; they start again at zero.
+    pub fn take(&mut self) -> Vec<(u64, PageCount)> {
+        let touched = std::mem::take(&mut self.touched);
+        touched.into_iter().map(|f| (f as u64, std::mem::take(&mut self.counts[f as usize]))).collect()
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 struct KindCounts {
     /// Lines read on a last-level miss (data and walk loads).
@@ -84,8 +115,9 @@ pub struct HybridMemory {
     tracking: bool,
     /// Per-frame traffic of the current interval, indexed by frame (allocated zeroed, so the
     /// host backs only the frames touched), and the frames with a count, in first-touch order.
-    counts: Vec<PageCount>,
-    touched: Vec<u32>,
+    counts: FrameCounts,
+    /// Frames are counted at their page of the migration's size: `pfn & group`.
+    group: u64,
     /// Per frame, 1 + the virtual 4KB page a walk last translated to it (0: none; may be
     /// stale: check with the OS before acting on it).
     pages: Vec<u64>,
@@ -118,8 +150,8 @@ impl HybridMemory {
             cycles: Cycles::default(),
             dirty: Vec::new(),
             tracking,
-            counts: if tracking { vec![PageCount::default(); frames] } else { Vec::new() },
-            touched: Vec::new(),
+            counts: FrameCounts::new(if tracking { frames } else { 0 }),
+            group: if h.granularity == crate::config::Granularity::Page2M { !511 } else { !0 },
             pages: if tracking { vec![0; frames] } else { Vec::new() },
             cfg: h,
             base_cpi: cfg.sim.base_cpi,
@@ -144,17 +176,13 @@ impl HybridMemory {
     /// Frame `pfn`'s count (tracking only).
     #[inline(always)]
     fn count(&mut self, pfn: u64) -> &mut PageCount {
-        let c = &mut self.counts[pfn as usize];
-        if *c == PageCount::default() {
-            self.touched.push(pfn as u32);
-        }
-        c
+        self.counts.get(pfn & self.group)
     }
 
-    /// The interval's per-frame counts, in first-touch order; the counts start again at zero.
+    /// The interval's counts by page of the migration's size (its first frame), in first-touch
+    /// order; the counts start again at zero.
     pub fn take_counts(&mut self) -> Vec<(u64, PageCount)> {
-        let touched = std::mem::take(&mut self.touched);
-        touched.into_iter().map(|f| (f as u64, std::mem::take(&mut self.counts[f as usize]))).collect()
+        self.counts.take()
     }
 
     /// The virtual page a walk last translated to frame `pfn` (tracking only).
@@ -275,8 +303,8 @@ impl Backend for HybridMemory {
 
     #[inline]
     fn walked(&mut self, va: u64, pfn: u64, size: PageSize) {
-        if self.tracking && size == PageSize::Size4K {
-            self.pages[pfn as usize] = (va & !0xfff) + 1;
+        if self.tracking && size != PageSize::Size1G {
+            self.pages[pfn as usize] = (va & !(size.bytes() - 1)) + 1;
         }
     }
 

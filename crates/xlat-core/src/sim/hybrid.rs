@@ -20,7 +20,8 @@
 //! 5. the threshold rises if a dirty page went back to NVM, else falls toward its base.
 
 use super::epoch::{EpochController, EpochCx, Period};
-use crate::config::HybridConfig;
+use super::tlbcount::TlbCounts;
+use crate::config::{Counting, Granularity, HybridConfig};
 use crate::mem::hybrid::{HybridMemory, DRAM, LINES_PER_PAGE, NVM};
 use crate::mem::migrate::{DramLists, Latencies, Threshold, Utility};
 use crate::mem::Caches;
@@ -38,6 +39,10 @@ use crate::units::PageSize;
 
 /// The migration controller.
 pub struct Migration {
+    /// 4KB frames per page moved (1, or 512 for 2MB pages) and that page size.
+    frames: u64,
+    size: PageSize,
+    tlb_counting: bool,
     check: u64,
     interval: u64,
     /// The time-model cycle count at which the next interval ends.
@@ -55,7 +60,11 @@ pub struct Migration {
 
 impl Migration {
     pub fn new(h: &HybridConfig) -> Migration {
+        let two_mb = h.granularity == Granularity::Page2M;
         Migration {
+            frames: if two_mb { 512 } else { 1 },
+            size: if two_mb { PageSize::Size2M } else { PageSize::Size4K },
+            tlb_counting: h.counting == Counting::Tlb,
             check: h.check_instructions,
             interval: h.interval,
             next: h.interval,
@@ -72,11 +81,11 @@ impl Migration {
     }
 
     /// Fixed cycles of one page move besides the copy (shootdown, remap, `clflush`).
-    fn fixed(m: &HybridMemory) -> u64 {
-        m.cfg.shootdown_cycles + m.cfg.remap_cycles + LINES_PER_PAGE * m.cfg.clflush_cycles
+    fn fixed(&self, m: &HybridMemory) -> u64 {
+        m.cfg.shootdown_cycles + m.cfg.remap_cycles + self.frames * LINES_PER_PAGE * m.cfg.clflush_cycles
     }
 
-    fn utility(m: &HybridMemory) -> Utility {
+    fn utility(&self, m: &HybridMemory) -> Utility {
         let (d, n) = (m.spec(DRAM), m.spec(NVM));
         Utility {
             lat: Latencies {
@@ -85,8 +94,8 @@ impl Migration {
                 nvm_read: n.read_latency,
                 nvm_write: n.write_latency,
             },
-            migrate_cost: m.page_copy_cycles(NVM, DRAM) + Self::fixed(m),
-            writeback_cost: m.page_copy_cycles(DRAM, NVM) + Self::fixed(m),
+            migrate_cost: self.frames * m.page_copy_cycles(NVM, DRAM) + self.fixed(m),
+            writeback_cost: self.frames * m.page_copy_cycles(DRAM, NVM) + self.fixed(m),
         }
     }
 
@@ -105,12 +114,12 @@ impl Migration {
         if !cx.os.migrate(va, zone, cx.inval)? {
             return Ok(None);
         }
-        let flushed = m.flush_page(pfn, cx.caches);
+        let flushed: u64 = (pfn..pfn + self.frames).map(|f| m.flush_page(f, cx.caches)).sum();
         self.dirty_flushed += flushed;
         // (A DRAM page with dirty lines still cached is dirty too: they were just written to it.)
         let copy = copy || (zone == NVM && flushed > 0);
         if copy {
-            m.copy(1 - zone, zone, LINES_PER_PAGE);
+            m.copy(1 - zone, zone, self.frames * LINES_PER_PAGE);
         }
         m.cycles.shootdown += m.cfg.shootdown_cycles;
         m.cycles.remap += m.cfg.remap_cycles;
@@ -119,16 +128,26 @@ impl Migration {
         Ok(Some((new, copy)))
     }
 
-    /// Whether `pfn` still holds the 4KB page at `va` of the current address space.
-    fn holds(cx: &Cx<'_>, va: u64, pfn: u64) -> bool {
-        cx.os.lookup(va) == Some((pfn, PageSize::Size4K))
+    /// Whether `pfn` still holds the page (of the migration's size) at `va` of the current
+    /// address space.
+    fn holds(&self, cx: &Cx<'_>, va: u64, pfn: u64) -> bool {
+        cx.os.lookup(va) == Some((pfn, self.size))
     }
 
-    fn interval_end(&mut self, cx: &mut Cx<'_>, m: &mut HybridMemory) -> Result<(), SimError> {
+    fn interval_end(
+        &mut self,
+        cx: &mut Cx<'_>,
+        m: &mut HybridMemory,
+        tlb: Option<&mut TlbCounts>,
+    ) -> Result<(), SimError> {
         self.intervals += 1;
         let now = self.intervals;
-        let counts = m.take_counts();
-        let u = Self::utility(m);
+        // (Counted by page of the migration's size already: its first frame.)
+        let counts = match tlb {
+            Some(t) => t.take(),
+            None => m.take_counts(),
+        };
+        let u = self.utility(m);
         let mut cands: Vec<(i64, u64)> = Vec::new();
         for &(pfn, c) in &counts {
             if m.kind_of(pfn << 12) == DRAM {
@@ -149,7 +168,7 @@ impl Migration {
                 self.stale += 1;
                 continue;
             };
-            if !Self::holds(cx, va, pfn) {
+            if !self.holds(cx, va, pfn) {
                 self.stale += 1;
                 continue;
             }
@@ -173,7 +192,7 @@ impl Migration {
                     self.stale += 1;
                     continue;
                 };
-                if !Self::holds(cx, vva, victim) {
+                if !self.holds(cx, vva, victim) {
                     self.stale += 1;
                     continue;
                 }
@@ -201,7 +220,7 @@ impl EpochController for Migration {
         Period::Instructions(self.check)
     }
     fn run(&mut self, cx: &mut EpochCx<'_>) -> Result<(), SimError> {
-        let EpochCx { os, caches, inval, backend, instructions, walk_cycles, .. } = cx;
+        let EpochCx { os, caches, inval, backend, observer, instructions, walk_cycles, .. } = cx;
         let Some(m) = backend.downcast_mut::<HybridMemory>() else {
             return Err(SimError::Invalid("hybrid.migration needs the hybrid memory backend".into()));
         };
@@ -210,7 +229,8 @@ impl EpochController for Migration {
             return Ok(());
         }
         self.next = (now / self.interval + 1) * self.interval;
-        self.interval_end(&mut Cx { os, caches, inval }, m)
+        let tlb = if self.tlb_counting { observer.downcast_mut::<TlbCounts>() } else { None };
+        self.interval_end(&mut Cx { os, caches, inval }, m, tlb)
     }
 }
 
@@ -224,7 +244,7 @@ impl Counters for Migration {
         out.put(format_args!("demotions_dirty"), self.demotions_dirty);
         let moved = self.promotions + self.demotions_clean + self.demotions_dirty;
         out.put(format_args!("shootdowns"), moved);
-        out.put(format_args!("bytes_copied"), (self.promotions + self.demotions_dirty) * 4096);
+        out.put(format_args!("bytes_copied"), (self.promotions + self.demotions_dirty) * self.frames * 4096);
         out.put(format_args!("dirty_lines_flushed"), self.dirty_flushed);
         out.put(format_args!("threshold_cycles"), self.threshold.current);
         out.put(format_args!("threshold_changes"), self.threshold.changes);

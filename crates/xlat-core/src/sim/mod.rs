@@ -24,6 +24,7 @@ mod parallel;
 pub mod result;
 pub mod shape;
 mod simulator;
+pub mod tlbcount;
 
 pub use crate::mmu::walker::radix::TABLE_NAMES;
 pub use parallel::simulate_many;

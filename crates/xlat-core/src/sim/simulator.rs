@@ -102,7 +102,14 @@ impl Simulator {
             crate::config::err(format!("config '{}': [lite] and [prism] cannot run together yet.", cfg.name))?;
         }
         let sim = if cfg.hybrid.is_some() {
-            Self::hybrid(cfg, NoObserver)?
+            match cfg.hybrid.as_ref().map(|h| h.counting) {
+                Some(crate::config::Counting::Tlb) => {
+                    let h = cfg.hybrid.as_ref().expect("hybrid");
+                    let group = if h.granularity == crate::config::Granularity::Page2M { 512 } else { 1 };
+                    Self::hybrid(cfg, super::tlbcount::TlbCounts::new((cfg.memory.size.0 >> 12) as usize, group))?
+                }
+                _ => Self::hybrid(cfg, NoObserver)?,
+            }
         } else if cfg.prism().is_some() && Self::is_plain(cfg) {
             // PRISM on the plain configuration: the plain loop with its structure as the observer.
             let core = Core::<PrismLoop>::new(cfg, RadixWalker::new(cfg), Dram, crate::mmu::prism::Prism::new(cfg))?;
@@ -158,7 +165,13 @@ impl Simulator {
         if cfg.lite.is_some() {
             crate::config::err(format!("config '{}': [lite] cannot run with an access observer.", cfg.name))?;
         }
-        if cfg.hybrid.is_some() {
+        if let Some(h) = &cfg.hybrid {
+            if h.counting == crate::config::Counting::Tlb {
+                crate::config::err(format!(
+                    "config '{}': hybrid.counting = \"tlb\" is itself the access observer; it cannot run with another.",
+                    cfg.name
+                ))?;
+            }
             return Self::hybrid(cfg, obs)?.with_configured_controllers();
         }
         Self::general(cfg, obs)?.with_configured_controllers()
