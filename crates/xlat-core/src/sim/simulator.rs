@@ -101,14 +101,12 @@ impl Simulator {
         if cfg.prism().is_some() && cfg.lite.is_some() {
             crate::config::err(format!("config '{}': [lite] and [prism] cannot run together yet.", cfg.name))?;
         }
-        let sim = if cfg.hybrid.is_some() {
-            match cfg.hybrid.as_ref().map(|h| h.counting) {
-                Some(crate::config::Counting::Tlb) => {
-                    let h = cfg.hybrid.as_ref().expect("hybrid");
-                    let group = if h.granularity == crate::config::Granularity::Page2M { 512 } else { 1 };
-                    Self::hybrid(cfg, super::tlbcount::TlbCounts::new((cfg.memory.size.0 >> 12) as usize, group))?
-                }
-                _ => Self::hybrid(cfg, NoObserver)?,
+        let sim = if let Some(h) = &cfg.hybrid {
+            if h.counting == crate::config::Counting::Tlb {
+                let group = if h.granularity == crate::config::Granularity::Page2M { 512 } else { 1 };
+                Self::hybrid(cfg, super::tlbcount::TlbCounts::new((cfg.memory.size.0 >> 12) as usize, group))?
+            } else {
+                Self::hybrid(cfg, NoObserver)?
             }
         } else if cfg.prism().is_some() && Self::is_plain(cfg) {
             // PRISM on the plain configuration: the plain loop with its structure as the observer.
