@@ -5,10 +5,12 @@
 //!   4KB bits (PRISM, seed 004 Section 3).
 //! - [`reclaim`]: eviction under memory pressure with the bits at G per 2MB page (PRISM, seed
 //!   004 Section 6.5).
+//! - [`touch`]: touched 4KB pages per 2MB superpage per interval (seed 003 Observation 1).
 
 mod clock;
 pub mod fidelity;
 pub mod reclaim;
+pub mod touch;
 
 /// The checks both analyses make of their epoch and granularities (bits per 2MB page): the
 /// problem, in one sentence, if any.
