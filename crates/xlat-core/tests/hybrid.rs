@@ -322,6 +322,8 @@ fn bad_hybrid_input_is_one_sentence_each() {
     let no_data = tiny_text("[hybrid]\n").replace("data_through_caches = true", "data_through_caches = false");
     assert!(e(no_data).contains("[hybrid] needs sim.data_through_caches = true"));
     assert!(e(tiny_text("[hybrid]\ninterval = 0\n")).contains("hybrid.interval = 0 must be at least 1 cycle"));
+    let wide = tiny_text("[hybrid]\n").replace("size = \"128B\"", "size = \"256B\"\nline = 128");
+    assert!(e(wide).contains("the last with 64-byte lines"));
 }
 
 #[test]

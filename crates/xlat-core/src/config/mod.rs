@@ -347,6 +347,11 @@ impl Config {
         }
         if let Some(h) = &self.hybrid {
             h.validate(c, self.memory.kinds.len(), self.sim.data_through_caches)?;
+            if self.cache.last().is_none_or(|l| l.line != 64) {
+                return err(format!(
+                    "config '{c}': [hybrid] needs at least one [[cache]] level, the last with 64-byte lines (its dirty lines are tracked by 64-byte line)."
+                ));
+            }
         }
         if self.sim.contiguity_threshold == 0 {
             return err(format!("config '{c}': sim.contiguity_threshold = 0 must be at least 1 page."));
