@@ -3,7 +3,7 @@
 //! and timed. With `XLAT_SIMFILE_WARM=1` they are simulated once untimed first (the timed pass
 //! then runs warm: every page mapped), and the figures are those of the timed pass.
 //!
-//! `cargo run --release -p xlat-core --example simfile -- TRACE [PRESET [KEY=VALUE ...]]`
+//! `cargo run --release -p xlat-core --example simfile -- TRACE [PRESET|CONFIG.toml [KEY=VALUE ...]]`
 
 use std::time::Instant;
 use xlat_core::{presets, sim, Config};
@@ -17,10 +17,19 @@ fn main() {
     };
     let preset = args.get(1).map_or("skylake", String::as_str);
     let sets: Vec<String> = args.iter().skip(2).cloned().collect();
-    let text = presets::get(preset).unwrap_or_else(|| {
-        eprintln!("simfile: no preset named {preset:?}");
-        std::process::exit(2);
-    });
+    // (A path ending in .toml is a configuration file: configs/rainbow/flat-static.toml.)
+    let file = preset.ends_with(".toml").then(|| std::fs::read_to_string(preset));
+    let text = match &file {
+        Some(Ok(t)) => t.as_str(),
+        Some(Err(e)) => {
+            eprintln!("simfile: cannot read {preset}: {e}");
+            std::process::exit(2);
+        }
+        None => presets::get(preset).unwrap_or_else(|| {
+            eprintln!("simfile: no preset named {preset:?}");
+            std::process::exit(2);
+        }),
+    };
     let cfg = Config::from_toml(preset, text, &sets).unwrap_or_else(|e| {
         eprintln!("simfile: {e}");
         std::process::exit(2);

@@ -7,6 +7,7 @@
 //!   004 Section 6.5).
 //! - [`mrc`]: one-pass LRU miss-ratio curves of TLBs of every size (Mattson stack distances
 //!   over the OS model's page sizes; per-set distances for set-associative TLBs, [`stack`]).
+//! - [`touch`]: touched 4KB pages per 2MB superpage per interval (seed 003 Observation 1).
 
 mod clock;
 pub mod fidelity;
@@ -14,6 +15,7 @@ pub mod mrc;
 mod pagemap;
 pub mod reclaim;
 mod stack;
+pub mod touch;
 
 /// Why an analysis did not run: its configuration (one sentence) or the trace.
 #[derive(Debug, thiserror::Error)]

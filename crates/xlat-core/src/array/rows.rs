@@ -107,6 +107,14 @@ impl CacheRows {
         rows.map(|r| r[..self.ways].iter().filter(|&&t| t != EMPTY).count() as u64).sum()
     }
 
+    /// Whether the row at byte offset `off` (`4 * lanes` times a set index) holds `tag`; no
+    /// update (the hybrid memory's dirty-line tracking asks after a fill).
+    pub fn contains(&self, off: usize, tag: u32) -> bool {
+        let i = off / 4;
+        // (A row never straddles a block.)
+        self.mem[i / 16].0[i % 16..i % 16 + self.ways].contains(&tag)
+    }
+
     /// Look `tag` up in the row at byte offset `off` and update the row; returns whether it hit.
     ///
     /// # Safety

@@ -5,6 +5,7 @@
 
 pub mod bounds;
 pub mod footprint;
+mod hybrid;
 pub mod layout;
 mod lite;
 mod mach;
@@ -15,6 +16,7 @@ mod structures;
 
 use crate::array::Replacement;
 pub use crate::units::{PageSize, Size};
+pub use hybrid::{Counting, Granularity, HybridConfig, MigrationPolicy};
 use layout::Layout;
 pub use lite::{LiteConfig, LiteThreshold};
 pub use mach::{MachConfig, PartitionPolicy, StlbKind};
@@ -157,6 +159,10 @@ pub struct Config {
     /// Mach 3.0's software-managed TLB (none by default; mmu/mach/, docs/mach.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mach: Option<MachConfig>,
+    /// A hybrid DRAM/NVM memory's time model and migration (Rainbow's baselines; none by
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hybrid: Option<HybridConfig>,
     /// The mosaic layout (set by `--layout`; required when `os.policy = "mosaic"`).
     #[serde(default)]
     pub layout: Option<Layout>,
@@ -367,6 +373,14 @@ impl Config {
         if let Some(l) = &self.lite {
             l.validate(c, self.walker.kind == WalkerKind::Radix, &self.tlb)?;
         }
+        if let Some(h) = &self.hybrid {
+            h.validate(c, self.memory.kinds.len(), self.sim.data_through_caches)?;
+            if self.cache.last().is_none_or(|l| l.line != 64) {
+                return err(format!(
+                    "config '{c}': [hybrid] needs at least one [[cache]] level, the last with 64-byte lines (its dirty lines are tracked by 64-byte line)."
+                ));
+            }
+        }
         if self.sim.contiguity_threshold == 0 {
             return err(format!("config '{c}': sim.contiguity_threshold = 0 must be at least 1 page."));
         }
@@ -490,6 +504,12 @@ impl Config {
                     return err(format!("{w}: {f} = {v} must be a finite number >= 0."));
                 }
             }
+        }
+        if let Some(k) = m.kinds.iter().find(|k| k.size.0 > m.size.0) {
+            return err(format!(
+                "config '{c}': memory kind '{}' ({} bytes) is larger than the whole memory (memory.size = {} bytes).",
+                k.name, k.size.0, m.size.0
+            ));
         }
         let sum = m.kinds.iter().fold(0u64, |a, k| a.saturating_add(k.size.0));
         if !m.kinds.is_empty() && sum != m.size.0 {

@@ -7,18 +7,33 @@
 //! Write-backs from the caches are not modelled (the caches keep no dirty state): a store that
 //! misses every level counts as a write of its memory kind.
 
+use crate::mem::Caches;
 use crate::stats::{Counters, Sink};
+use crate::units::PageSize;
 use std::collections::BTreeMap;
 use xlat_trace::SideBody;
 
 /// What an access that missed every cache level costs.
-pub trait Backend: Counters + Send {
+pub trait Backend: Counters + Send + 'static {
+    /// Whether the loop calls [`Backend::data`] after every data access and
+    /// [`Backend::walked`] after every walk (false: the calls are compiled out).
+    const HOOKS: bool = false;
     /// The latency of an access at physical address `pa` that missed every cache level
     /// (`write`: a store; `walk`: a page-walk load); `dram` is the single DRAM latency the
     /// caches assume (`memory.dram_latency`).
     fn access(&mut self, pa: u64, write: bool, walk: bool, dram: u64) -> u64;
+    /// A data access at `pa` went through the caches (`llc_miss`: it missed every level, after
+    /// [`Backend::access`]); the caches as they are after it (the hybrid memory's dirty lines).
+    #[inline(always)]
+    fn data(&mut self, _pa: u64, _write: bool, _llc_miss: bool, _caches: &Caches) {}
+    /// A walk translated `va` to the page of size `size` at frame `pfn`.
+    #[inline(always)]
+    fn walked(&mut self, _va: u64, _pfn: u64, _size: PageSize) {}
     /// Figures derived from the counts (dynamic energy), added to the result's derived metrics.
     fn derived(&self, _out: &mut BTreeMap<String, f64>) {}
+    /// A time and energy model over the run's `instructions`, after [`Backend::derived`]
+    /// (`out` holds the translation part of the time estimate, `time.*`).
+    fn time_model(&self, _instructions: u64, _out: &mut BTreeMap<String, f64>) {}
     fn side(&mut self, _body: &SideBody) {}
 }
 

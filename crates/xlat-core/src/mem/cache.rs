@@ -81,6 +81,32 @@ impl Cache {
         }
     }
 
+    /// Whether the level holds `pa`'s line; no update.
+    pub(super) fn contains(&self, pa: u64) -> bool {
+        if self.fast != 0 {
+            let off = ((pa >> self.off_shift) & self.off_mask) as usize;
+            return self.rows.contains(off, (pa >> self.tag_shift) as u32);
+        }
+        let line = pa >> self.line_shift;
+        if let Some(g) = &self.general {
+            return g.contains(g.set_of(line), line);
+        }
+        let (set, tag) = (line % self.sets, line / self.sets);
+        self.rows.contains(set as usize * 4 * self.rows.lanes(), tag as u32)
+    }
+
+    /// The set `pa`'s line maps to.
+    pub(super) fn set_of(&self, pa: u64) -> usize {
+        let line = pa >> self.line_shift;
+        // (A power-of-two set count, every preset's, needs no division.)
+        (if self.sets.is_power_of_two() { line & (self.sets - 1) } else { line % self.sets }) as usize
+    }
+
+    /// The set count.
+    pub(super) fn sets(&self) -> usize {
+        self.sets as usize
+    }
+
     /// [`Cache::probe`] of a fast level of `lanes` lanes (a constant after inlining).
     ///
     /// # Safety

@@ -10,6 +10,8 @@
 
 pub mod backend;
 mod cache;
+pub mod hybrid;
+pub mod migrate;
 
 use crate::config::{CacheConfig, Config};
 use cache::Cache;
@@ -148,6 +150,16 @@ impl Caches {
             c.set_walk_first(cfg.cache.iter().position(|k| &k.name == n).expect("validated"));
         }
         c
+    }
+
+    /// Whether the last level holds `pa`'s line (no update; false with no level).
+    pub fn llc_contains(&self, pa: u64) -> bool {
+        self.levels.last().is_some_and(|c| c.contains(pa))
+    }
+
+    /// The last level's set of `pa`'s line, and its set count (0 and 1 with no level).
+    pub fn llc_set(&self, pa: u64) -> (usize, usize) {
+        self.levels.last().map_or((0, 1), |c| (c.set_of(pa), c.sets()))
     }
 
     /// The level page-walk loads start at.

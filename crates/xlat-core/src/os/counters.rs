@@ -44,7 +44,7 @@ pub struct OsStats {
     // report, and `os.range_table_pages`, the pages their B-trees occupy (as of each table's
     // last range-table walk; computed from the range tables, not kept here).
     // ---- reported only with several memory kinds
-    /// 4KB pages moved to a frame of another zone.
+    /// Pages (4KB or 2MB) moved to frames of another zone.
     pub migrations: u64,
     // ---- reported only with os.reclaim other than "none"
     /// 4KB pages evicted to free a frame.

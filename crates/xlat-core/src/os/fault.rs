@@ -274,32 +274,38 @@ impl Kernel {
         Ok(())
     }
 
-    /// Move the 4KB page at `va` of the current space to a frame of `zone`: allocate there,
-    /// remap, free the old frame, queue the invalidation. False (nothing done) when `va` is not
-    /// mapped by a 4KB page, is in `zone` already, or `zone` has no free frame.
+    /// Move the 4KB or 2MB page at `va` of the current space to frames of `zone`: allocate there
+    /// (a 2MB block for a 2MB page), remap, free the old frames, queue the invalidation. False
+    /// (nothing done) when `va` is not mapped by a 4KB or 2MB page, is in `zone` already, or
+    /// `zone` has no free block of the page's size.
     pub fn migrate(&mut self, va: u64, zone: usize, inv: &mut Vec<Invalidation>) -> Result<bool, SimError> {
         if zone >= self.phys.zones() {
             return Err(SimError::Invalid(format!("there is no memory zone {zone} (of {})", self.phys.zones())));
         }
-        let (va, root) = (page_down(va), self.root());
-        let Some((old, PageSize::Size4K)) = self.pt.lookup(root, self.levels, va) else {
-            return Ok(false);
+        let root = self.root();
+        let (old, size) = match self.pt.lookup(root, self.levels, va) {
+            Some((f, s @ (PageSize::Size4K | PageSize::Size2M))) => (f, s),
+            _ => return Ok(false),
         };
+        let (bytes, order) = (size.bytes(), if size == PageSize::Size2M { 9 } else { 0 });
+        let va = va & !(bytes - 1);
         if self.phys.zone_of(old) == zone {
             return Ok(false);
         }
-        let Some(new) = self.phys.alloc_in(zone, 0) else {
+        let Some(new) = self.phys.alloc_in(zone, order) else {
             return Ok(false);
         };
-        self.stats.frames_in_use += 1;
-        self.pt.unmap_range(root, self.levels, va, va + PAGE, &mut |_, _, _| {});
-        self.map_page(va, PageSize::Size4K, new, inv)?;
-        self.free_frames(old, 0);
-        inv.push(Invalidation::Range { asid: self.asid(), start: va, end: va + PAGE });
+        self.stats.frames_in_use += 1 << order;
+        self.pt.unmap_range(root, self.levels, va, va + bytes, &mut |_, _, _| {});
+        self.map_page(va, size, new, inv)?;
+        self.free_frames(old, order);
+        inv.push(Invalidation::Range { asid: self.asid(), start: va, end: va + bytes });
         self.stats.migrations += 1;
-        self.resident(va, new);
-        self.ranges_unmapped(va, va + PAGE);
-        self.ranges_mapped(va, va + PAGE);
+        if size == PageSize::Size4K {
+            self.resident(va, new);
+        }
+        self.ranges_unmapped(va, va + bytes);
+        self.ranges_mapped(va, va + bytes);
         Ok(true)
     }
 

@@ -162,9 +162,9 @@ impl Os {
         Ok(changed)
     }
 
-    /// Move the mapped 4KB page at `va` of the current space to a frame of memory zone `zone`
-    /// (`memory.kinds` index); its invalidation goes to `inv`. False: not a mapped 4KB page,
-    /// already in that zone, or no free frame there.
+    /// Move the mapped 4KB or 2MB page at `va` of the current space to frames of memory zone
+    /// `zone` (`memory.kinds` index); its invalidation goes to `inv`. False: not a mapped 4KB or
+    /// 2MB page, already in that zone, or no free block of its size there.
     pub fn migrate(&mut self, va: u64, zone: usize, inv: &mut Vec<Invalidation>) -> Result<bool, SimError> {
         self.k.migrate(va, zone, inv)
     }

@@ -34,7 +34,7 @@ use xlat_trace::{Batch, Marker, SideBody};
 pub trait Variant: 'static {
     type Handler: MissHandler;
     type Backend: Backend;
-    type Observer: AccessObserver;
+    type Observer: AccessObserver + 'static;
     /// Whether range TLBs may sit in the miss path (the staged probe).
     const RANGES: bool;
     /// Whether first-level hits count their LRU distance (Lite, seed 000 section 5.4.2; hits
@@ -95,6 +95,17 @@ impl Variant for MachLoop {
     type Handler = crate::mmu::mach::MachHandler;
     type Backend = Dram;
     type Observer = super::observer::NoObserver;
+    const RANGES: bool = false;
+}
+
+/// A hybrid DRAM/NVM memory (`[hybrid]`): the radix walker, the hybrid backend (its own
+/// counts, dirty lines and page map through the backend's hooks), page TLBs only, observer `O`.
+pub struct HybridLoop<O>(std::marker::PhantomData<O>);
+
+impl<O: AccessObserver + 'static> Variant for HybridLoop<O> {
+    type Handler = RadixWalker;
+    type Backend = crate::mem::hybrid::HybridMemory;
+    type Observer = O;
     const RANGES: bool = false;
 }
 
@@ -271,7 +282,11 @@ impl<V: Variant> Core<V> {
     fn data_access(&mut self, pfn: u64, s: PageSize, va: u64, kind: u8) {
         let pa = (pfn << 12) | (va & (s.bytes() - 1));
         let (hit, lat) = self.caches.access(pa, 0, false);
-        let lat = if hit == self.caches.levels.len() { self.backend.access(pa, kind == 1, false, lat) } else { lat };
+        let miss = hit == self.caches.levels.len();
+        let lat = if miss { self.backend.access(pa, kind == 1, false, lat) } else { lat };
+        if <V::Backend as Backend>::HOOKS {
+            self.backend.data(pa, kind == 1, miss, &self.caches);
+        }
         self.data_cycles += lat;
     }
 
@@ -291,6 +306,9 @@ impl<V: Variant> Core<V> {
                     inval: &mut self.inval,
                 };
                 let (pfn, s) = self.handler.handle::<S, V::Backend>(&mut cx, r, va)?;
+                if <V::Backend as Backend>::HOOKS {
+                    self.backend.walked(va, pfn, s);
+                }
                 if <V::Observer as AccessObserver>::ACTIVE {
                     self.obs.walked(va, pfn, s, &self.os, &mut self.caches, &mut self.backend);
                 }
@@ -623,6 +641,8 @@ impl<V: Variant> Core<V> {
                     caches: &mut self.caches,
                     os: &mut self.os,
                     inval: &mut self.inval,
+                    backend: &mut self.backend,
+                    observer: &mut self.obs,
                 };
                 slot.c.run(&mut cx)?;
                 self.apply_invalidations();

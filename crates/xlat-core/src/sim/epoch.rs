@@ -32,6 +32,10 @@ pub struct EpochCx<'a> {
     pub os: &'a mut Os,
     /// Invalidations an OS operation asked for (the simulator performs them after the run).
     pub inval: &'a mut Vec<Invalidation>,
+    /// The memory backend and the access observer of the compiled loop, for a controller that
+    /// works with its own (the hybrid memory's migration: `downcast_mut`).
+    pub backend: &'a mut dyn std::any::Any,
+    pub observer: &'a mut dyn std::any::Any,
 }
 
 /// A controller run at the end of every epoch.

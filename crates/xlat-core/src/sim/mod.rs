@@ -17,12 +17,14 @@
 pub mod contiguity;
 pub mod engine;
 pub mod epoch;
+pub mod hybrid;
 pub mod lite;
 pub mod observer;
 mod parallel;
 pub mod result;
 pub mod shape;
 mod simulator;
+pub mod tlbcount;
 
 pub use crate::mmu::walker::radix::TABLE_NAMES;
 pub use parallel::simulate_many;

@@ -142,6 +142,7 @@ impl<V: Variant> Core<V> {
 
     fn backend_derived(&self, d: &mut BTreeMap<String, f64>) {
         crate::mem::backend::Backend::derived(&self.backend, d);
+        crate::mem::backend::Backend::time_model(&self.backend, self.instructions, d);
     }
 
     /// Check the invariants that hold after every run; returns the first violated one.

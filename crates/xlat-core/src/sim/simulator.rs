@@ -1,7 +1,7 @@
 //! The public face of the simulator: builds the compiled copy of the loop a configuration needs
 //! and dispatches to it once per batch; `simulate` runs a whole trace.
 
-use super::engine::{Core, General, LiteLoop, MachLoop, Plain, PrismLoop, Staged, Variant};
+use super::engine::{Core, General, HybridLoop, LiteLoop, MachLoop, Plain, PrismLoop, Staged, Variant};
 use super::epoch::EpochController;
 use super::observer::{AccessObserver, NoObserver};
 use super::result::SimResult;
@@ -101,9 +101,19 @@ impl Simulator {
         if cfg.prism().is_some() && cfg.lite.is_some() {
             crate::config::err(format!("config '{}': [lite] and [prism] cannot run together yet.", cfg.name))?;
         }
+        if cfg.mach.is_some() && cfg.hybrid.is_some() {
+            crate::config::err(format!("config '{}': [mach] and [hybrid] cannot run together yet.", cfg.name))?;
+        }
         let sim = if cfg.mach.is_some() {
             let core = Core::<MachLoop>::new(cfg, crate::mmu::mach::MachHandler::new(cfg), Dram, NoObserver)?;
             Simulator { engine: Box::new(core), variant: "mach" }
+        } else if let Some(h) = &cfg.hybrid {
+            if h.counting == crate::config::Counting::Tlb {
+                let group = if h.granularity == crate::config::Granularity::Page2M { 512 } else { 1 };
+                Self::hybrid(cfg, super::tlbcount::TlbCounts::new((cfg.memory.size.0 >> 12) as usize, group))?
+            } else {
+                Self::hybrid(cfg, NoObserver)?
+            }
         } else if cfg.prism().is_some() && Self::is_plain(cfg) {
             // PRISM on the plain configuration: the plain loop with its structure as the observer.
             let core = Core::<PrismLoop>::new(cfg, RadixWalker::new(cfg), Dram, crate::mmu::prism::Prism::new(cfg))?;
@@ -138,6 +148,12 @@ impl Simulator {
             let c = super::lite::Lite::new(self.config(), l);
             self.add_controller(Box::new(c)).map_err(Error::Invariant)?;
         }
+        if let Some(h) =
+            self.config().hybrid.as_ref().filter(|h| h.migration == crate::config::MigrationPolicy::Utility)
+        {
+            let c = super::hybrid::Migration::new(h);
+            self.add_controller(Box::new(c)).map_err(Error::Invariant)?;
+        }
         let sim = &self.config().sim;
         if sim.contiguity_every > 0 {
             let c = super::contiguity::ContiguityEpochs::new(sim.contiguity_every, sim.contiguity_threshold);
@@ -156,6 +172,15 @@ impl Simulator {
         if cfg.mach.is_some() {
             crate::config::err(format!("config '{}': [mach] cannot run with an access observer.", cfg.name))?;
         }
+        if let Some(h) = &cfg.hybrid {
+            if h.counting == crate::config::Counting::Tlb {
+                crate::config::err(format!(
+                    "config '{}': hybrid.counting = \"tlb\" is itself the access observer; it cannot run with another.",
+                    cfg.name
+                ))?;
+            }
+            return Self::hybrid(cfg, obs)?.with_configured_controllers();
+        }
         Self::general(cfg, obs)?.with_configured_controllers()
     }
 
@@ -167,6 +192,26 @@ impl Simulator {
         let backend = crate::mem::backend::from_config(cfg);
         let core = Core::<General<O>>::new(cfg, handler, backend, obs)?;
         Ok(Simulator { engine: Box::new(core), variant: "general" })
+    }
+
+    /// The hybrid DRAM/NVM memory's loop (`[hybrid]`): the radix walker and page TLBs only.
+    fn hybrid<O: AccessObserver + 'static>(cfg: &Config, obs: O) -> Result<Simulator, Error> {
+        let c = &cfg.name;
+        if cfg.prism().is_some() || cfg.lite.is_some() {
+            crate::config::err(format!("config '{c}': [hybrid] cannot run with [lite] or [prism] yet."))?;
+        }
+        if cfg.walker.kind != WalkerKind::Radix
+            || !cfg.range_tlb.is_empty()
+            || cfg.cluster_tlb().is_some()
+            || cfg.direct_segment().is_some()
+        {
+            crate::config::err(format!(
+                "config '{c}': [hybrid] needs the radix walker and page TLBs only (no range TLBs, clustered TLB or direct segment)."
+            ))?;
+        }
+        let mem = crate::mem::hybrid::HybridMemory::new(cfg);
+        let core = Core::<HybridLoop<O>>::new(cfg, RadixWalker::new(cfg), mem, obs)?;
+        Ok(Simulator { engine: Box::new(core), variant: "hybrid" })
     }
 
     /// Whether `cfg` runs the plain loop.

@@ -1,0 +1,376 @@
+//! The hybrid DRAM/NVM memory (`[hybrid]`, seed 003 and its baselines; `docs/rainbow.md`): two
+//! memory kinds by frame (`memory.kinds`: DRAM from physical address 0, then NVM), behind the
+//! caches, with the counts the time and energy model and the migration engine need.
+//!
+//! - An access that misses every cache level is a *read* of its kind (a store miss too: the
+//!   caches write-allocate, so the line is read, and written back later), at the kind's read
+//!   latency.
+//! - *Write-backs*: the caches keep no dirty state, so this backend tracks the dirty lines
+//!   itself, grouped by their last-level set: a data store marks its line dirty; after a
+//!   data access that missed the last level (a fill into one of its sets), every dirty line of
+//!   that set which the last level no longer holds (and the missed line itself, if it was
+//!   dirty) was evicted dirty: one write-back, at its kind's write latency, counted against its
+//!   frame. Lines still dirty at the end are reported (`hybrid.dirty_lines`), not
+//!   written back. The plain loop has none of this (the backend's hooks compile out there).
+//! - Per-frame reads and write-backs within the current interval (`counts`), and the frame ->
+//!   virtual page map learnt from walks (`pages`), for the migration engine (`sim/hybrid.rs`),
+//!   which also charges its costs here (copies, `clflush`, shootdowns, remaps).
+
+use crate::config::{Config, HybridConfig};
+use crate::mem::backend::{Backend, KindSpec};
+use crate::mem::Caches;
+use crate::stats::{Counters, Sink};
+use crate::units::PageSize;
+use std::collections::BTreeMap;
+
+/// DRAM is kind 0, NVM kind 1.
+pub const DRAM: usize = 0;
+pub const NVM: usize = 1;
+/// Lines of a 64-byte line size in a 4KB page.
+pub const LINES_PER_PAGE: u64 = 64;
+const LINE_SHIFT: u32 = 6;
+
+/// One frame's memory traffic in the current interval (lines).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PageCount {
+    pub reads: u32,
+    pub writes: u32,
+}
+
+/// Per-frame counts of an interval, indexed by frame (allocated zeroed, so that the host backs
+/// only the frames touched), with the frames counted, in first-touch order.
+#[derive(Debug, Clone, Default)]
+pub struct FrameCounts {
+    counts: Vec<PageCount>,
+    touched: Vec<u32>,
+}
+
+impl FrameCounts {
+    /// Counts for `frames` frames (0: none kept).
+    pub fn new(frames: usize) -> FrameCounts {
+        FrameCounts { counts: vec![PageCount::default(); frames], touched: Vec::new() }
+    }
+
+    /// Frame `pfn`'s count.
+    #[inline(always)]
+    pub fn get(&mut self, pfn: u64) -> &mut PageCount {
+        let c = &mut self.counts[pfn as usize];
+        if *c == PageCount::default() {
+            self.touched.push(pfn as u32);
+        }
+        c
+    }
+
+    /// The counts so far, in first-touch order; they start again at zero.
+    pub fn take(&mut self) -> Vec<(u64, PageCount)> {
+        let touched = std::mem::take(&mut self.touched);
+        touched.into_iter().map(|f| (f as u64, std::mem::take(&mut self.counts[f as usize]))).collect()
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct KindCounts {
+    /// Lines read on a last-level miss (data and walk loads).
+    reads: u64,
+    walk_reads: u64,
+    writebacks: u64,
+    /// Lines read and written by page copies (migration).
+    copy_reads: u64,
+    copy_writes: u64,
+}
+
+/// Cycles of the time model beyond translation, by component.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cycles {
+    /// Data reads on last-level misses (walk loads are in the walker's cycles).
+    pub data_reads: u64,
+    pub writebacks: u64,
+    /// Page copies.
+    pub migration: u64,
+    pub clflush: u64,
+    pub shootdown: u64,
+    pub remap: u64,
+    /// Migration-bitmap cache lookups (Rainbow; 0 until it is built).
+    pub bitmap: u64,
+}
+
+impl Cycles {
+    pub fn total(&self) -> u64 {
+        self.data_reads + self.writebacks + self.migration + self.clflush + self.shootdown + self.remap + self.bitmap
+    }
+}
+
+/// The hybrid memory backend.
+#[derive(Debug, Clone)]
+pub struct HybridMemory {
+    /// DRAM, then NVM if there is one.
+    specs: Vec<KindSpec>,
+    /// The first physical address past DRAM.
+    dram_end: u64,
+    kinds: Vec<KindCounts>,
+    pub cycles: Cycles,
+    /// Dirty line numbers by last-level set (sized at the first data access).
+    dirty: Vec<Vec<u64>>,
+    /// Whether per-frame counts and the page map are kept (a migration policy is on).
+    tracking: bool,
+    /// Per-frame traffic of the current interval, indexed by frame (allocated zeroed, so the
+    /// host backs only the frames touched), and the frames with a count, in first-touch order.
+    counts: FrameCounts,
+    /// Frames are counted at their page of the migration's size: `pfn & group`.
+    group: u64,
+    /// Per frame, 1 + the virtual 4KB page a walk last translated to it (0: none; may be
+    /// stale: check with the OS before acting on it).
+    pages: Vec<u64>,
+    pub(crate) cfg: HybridConfig,
+    base_cpi: f64,
+}
+
+impl HybridMemory {
+    /// The backend of `cfg` (its `[hybrid]` table and one or two `memory.kinds`, validated).
+    pub fn new(cfg: &Config) -> HybridMemory {
+        let spec = |i: usize| {
+            let k = &cfg.memory.kinds[i];
+            KindSpec {
+                name: k.name.clone(),
+                bytes: k.size.0,
+                read_latency: k.read_latency,
+                write_latency: k.write_latency,
+                read_energy_pj: k.read_energy_pj,
+                write_energy_pj: k.write_energy_pj,
+                static_power_mw: k.static_power_mw,
+            }
+        };
+        let h = cfg.hybrid.clone().unwrap_or_default();
+        let tracking = h.migration != crate::config::MigrationPolicy::None;
+        let frames = (cfg.memory.size.0 >> 12) as usize;
+        HybridMemory {
+            dram_end: cfg.memory.kinds[0].size.0,
+            specs: (0..cfg.memory.kinds.len()).map(spec).collect(),
+            kinds: vec![KindCounts::default(); cfg.memory.kinds.len()],
+            cycles: Cycles::default(),
+            dirty: Vec::new(),
+            tracking,
+            counts: FrameCounts::new(if tracking { frames } else { 0 }),
+            group: if h.granularity == crate::config::Granularity::Page2M { !511 } else { !0 },
+            pages: if tracking { vec![0; frames] } else { Vec::new() },
+            cfg: h,
+            base_cpi: cfg.sim.base_cpi,
+        }
+    }
+
+    /// The kind of physical address `pa` (with DRAM alone, every address is below its end).
+    #[inline(always)]
+    pub fn kind_of(&self, pa: u64) -> usize {
+        (pa >= self.dram_end) as usize
+    }
+
+    pub fn spec(&self, kind: usize) -> &KindSpec {
+        &self.specs[kind]
+    }
+
+    /// The time model's cycles so far, given the instructions and the translation cycles.
+    pub fn time_cycles(&self, instructions: u64, translation: u64) -> u64 {
+        (instructions as f64 * self.base_cpi) as u64 + translation + self.cycles.total()
+    }
+
+    /// Frame `pfn`'s count (tracking only).
+    #[inline(always)]
+    fn count(&mut self, pfn: u64) -> &mut PageCount {
+        self.counts.get(pfn & self.group)
+    }
+
+    /// The interval's counts by page of the migration's size (its first frame), in first-touch
+    /// order; the counts start again at zero.
+    pub fn take_counts(&mut self) -> Vec<(u64, PageCount)> {
+        self.counts.take()
+    }
+
+    /// The virtual page a walk last translated to frame `pfn` (tracking only).
+    pub fn page_of(&self, pfn: u64) -> Option<u64> {
+        self.pages.get(pfn as usize).and_then(|&v| v.checked_sub(1))
+    }
+
+    /// Frame `pfn` now holds the virtual page `va` (a migration), and `old` no longer.
+    pub fn moved(&mut self, old: u64, new: u64, va: u64) {
+        self.pages[old as usize] = 0;
+        self.pages[new as usize] = va + 1;
+    }
+
+    #[inline]
+    fn writeback(&mut self, line: u64) {
+        let pa = line << LINE_SHIFT;
+        let k = self.kind_of(pa);
+        self.kinds[k].writebacks += 1;
+        self.cycles.writebacks += self.specs[k].write_latency;
+        if self.tracking {
+            self.count(pa >> 12).writes += 1;
+        }
+    }
+
+    /// `clflush` of the 4KB frame `pfn`: its dirty lines are written back (to its kind) and
+    /// forgotten, each line costs `hybrid.clflush_cycles`. Returns the dirty lines written.
+    pub fn flush_page(&mut self, pfn: u64, caches: &Caches) -> u64 {
+        let mut n = 0;
+        if !self.dirty.is_empty() {
+            for i in 0..LINES_PER_PAGE {
+                let line = (pfn << (12 - LINE_SHIFT)) + i;
+                let (set, _) = caches.llc_set(line << LINE_SHIFT);
+                if let Some(p) = self.dirty[set].iter().position(|&d| d == line) {
+                    self.dirty[set].swap_remove(p);
+                    self.writeback(line);
+                    n += 1;
+                }
+            }
+        }
+        self.cycles.clflush += LINES_PER_PAGE * self.cfg.clflush_cycles;
+        n
+    }
+
+    /// A copy of `lines` lines from kind `from` to kind `to` (a migration): traffic and cycles.
+    pub fn copy(&mut self, from: usize, to: usize, lines: u64) {
+        self.kinds[from].copy_reads += lines;
+        self.kinds[to].copy_writes += lines;
+        self.cycles.migration += lines * (self.specs[from].read_latency + self.specs[to].write_latency);
+    }
+
+    /// Cycles of copying one 4KB page from kind `from` to kind `to`.
+    pub fn page_copy_cycles(&self, from: usize, to: usize) -> u64 {
+        LINES_PER_PAGE * (self.specs[from].read_latency + self.specs[to].write_latency)
+    }
+
+    /// Dirty lines still cached (never written back).
+    pub fn dirty_lines(&self) -> u64 {
+        self.dirty.iter().map(|s| s.len() as u64).sum()
+    }
+
+    /// Per-kind reads, write-backs (for tests and reports).
+    pub fn traffic(&self, kind: usize) -> (u64, u64) {
+        (self.kinds[kind].reads, self.kinds[kind].writebacks)
+    }
+}
+
+impl Backend for HybridMemory {
+    const HOOKS: bool = true;
+
+    #[inline]
+    fn access(&mut self, pa: u64, _write: bool, walk: bool, _: u64) -> u64 {
+        let k = self.kind_of(pa);
+        let c = &mut self.kinds[k];
+        c.reads += 1;
+        let lat = self.specs[k].read_latency;
+        if walk {
+            c.walk_reads += 1;
+        } else {
+            self.cycles.data_reads += lat;
+            if self.tracking {
+                self.count(pa >> 12).reads += 1;
+            }
+        }
+        lat
+    }
+
+    #[inline]
+    fn data(&mut self, pa: u64, write: bool, llc_miss: bool, caches: &Caches) {
+        if !(write || llc_miss) {
+            return;
+        }
+        let line = pa >> LINE_SHIFT;
+        let (set, sets) = caches.llc_set(pa);
+        if self.dirty.is_empty() {
+            self.dirty = vec![Vec::new(); sets];
+        }
+        if llc_miss && !self.dirty[set].is_empty() {
+            // The fill evicted a line of this set (or an earlier walk fill did): the dirty lines
+            // the last level no longer holds were written back, and so was the missed line if
+            // it was dirty (it left the last level before this miss).
+            let mut list = std::mem::take(&mut self.dirty[set]);
+            let mut i = 0;
+            while i < list.len() {
+                let d = list[i];
+                if d == line || !caches.llc_contains(d << LINE_SHIFT) {
+                    list.swap_remove(i);
+                    self.writeback(d);
+                } else {
+                    i += 1;
+                }
+            }
+            self.dirty[set] = list;
+        }
+        if write && !self.dirty[set].contains(&line) {
+            self.dirty[set].push(line);
+        }
+    }
+
+    #[inline]
+    fn walked(&mut self, va: u64, pfn: u64, size: PageSize) {
+        if self.tracking && size != PageSize::Size1G {
+            self.pages[pfn as usize] = (va & !(size.bytes() - 1)) + 1;
+        }
+    }
+
+    /// The time and energy model (`docs/rainbow.md`): `out` already holds the translation part
+    /// (`time.*`).
+    fn time_model(&self, instructions: u64, out: &mut BTreeMap<String, f64>) {
+        let get = |k: &str| out.get(k).copied().unwrap_or(0.0);
+        let (base, stlb, walk) = (get("time.base_cycles"), get("time.stlb_hit_cycles"), get("time.walk_cycles"));
+        let c = &self.cycles;
+        let parts = [
+            ("base", base),
+            ("stlb_hit", stlb),
+            ("walk", walk),
+            ("memory_reads", c.data_reads as f64),
+            ("writebacks", c.writebacks as f64),
+            ("migration", c.migration as f64),
+            ("clflush", c.clflush as f64),
+            ("shootdown", c.shootdown as f64),
+            ("remap", c.remap as f64),
+            ("bitmap", c.bitmap as f64),
+        ];
+        let total: f64 = parts.iter().map(|p| p.1).sum();
+        let mut put = |k: String, v: f64| {
+            out.insert(k, v);
+        };
+        for (n, v) in parts {
+            put(format!("hybrid.time.{n}_cycles"), v);
+        }
+        put("hybrid.time.total_cycles".into(), total);
+        put("hybrid.ipc".into(), if total > 0.0 { instructions as f64 / total } else { 0.0 });
+        put("hybrid.translation_fraction".into(), if total > 0.0 { (stlb + walk) / total } else { 0.0 });
+        let seconds = total / (self.cfg.clock_ghz * 1e9);
+        put("hybrid.seconds".into(), seconds);
+        let mut energy = 0.0;
+        for (s, k) in self.specs.iter().zip(&self.kinds) {
+            let dynamic = (k.reads + k.copy_reads) as f64 * s.read_energy_pj
+                + (k.writebacks + k.copy_writes) as f64 * s.write_energy_pj;
+            let dynamic_nj = dynamic / 1e3;
+            // mW x s = mJ = 10^6 nJ.
+            let static_nj = s.static_power_mw * seconds * 1e6;
+            put(format!("hybrid.energy.{}.dynamic_nj", s.name), dynamic_nj);
+            put(format!("hybrid.energy.{}.static_nj", s.name), static_nj);
+            energy += dynamic_nj + static_nj;
+        }
+        put("hybrid.energy.total_nj".into(), energy);
+    }
+}
+
+impl Counters for HybridMemory {
+    fn counters(&self, out: &mut dyn Sink) {
+        for (s, k) in self.specs.iter().zip(&self.kinds) {
+            let n = &s.name;
+            out.put(format_args!("hybrid.{n}.reads"), k.reads);
+            out.put(format_args!("hybrid.{n}.walk_reads"), k.walk_reads);
+            out.put(format_args!("hybrid.{n}.writebacks"), k.writebacks);
+            out.put(format_args!("hybrid.{n}.copy_reads"), k.copy_reads);
+            out.put(format_args!("hybrid.{n}.copy_writes"), k.copy_writes);
+        }
+        let c = &self.cycles;
+        out.put(format_args!("hybrid.cycles.memory_reads"), c.data_reads);
+        out.put(format_args!("hybrid.cycles.writebacks"), c.writebacks);
+        out.put(format_args!("hybrid.cycles.migration"), c.migration);
+        out.put(format_args!("hybrid.cycles.clflush"), c.clflush);
+        out.put(format_args!("hybrid.cycles.shootdown"), c.shootdown);
+        out.put(format_args!("hybrid.cycles.remap"), c.remap);
+        out.put(format_args!("hybrid.cycles.bitmap"), c.bitmap);
+        out.put(format_args!("hybrid.dirty_lines"), self.dirty_lines());
+    }
+}
