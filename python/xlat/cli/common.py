@@ -50,6 +50,22 @@ def add_progress_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
 
 
+def int_list(text: str) -> list[int]:
+    """An argparse type: comma-separated integers (``_`` allowed as a digit separator)."""
+    try:
+        return [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, not {text!r}") from None
+
+
+def int_arg(text: str) -> int:
+    """An argparse type: one integer (``_`` allowed as a digit separator)."""
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
+
+
 def print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")

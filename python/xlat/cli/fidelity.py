@@ -9,22 +9,8 @@ import shutil
 import sys
 from typing import Any
 
-from xlat.cli.common import CliError, grid, progress, table
+from xlat.cli.common import CliError, grid, int_arg, int_list, progress, table
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, not {text!r}") from None
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
 
 
 def _pct(x: float) -> str:
@@ -197,7 +183,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--pid",
-        type=_int,
+        type=int_arg,
         metavar="PID",
         help="measure the live dirty bits of a running process from its soft-dirty bits (root)",
     )
@@ -210,26 +196,26 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--count",
-        type=_int,
+        type=int_arg,
         metavar="N",
         help="live mode: stop after N intervals (default: until the process exits)",
     )
     s.add_argument(
         "--epoch",
-        type=_int,
+        type=int_arg,
         metavar="N",
         help="instructions per epoch (default 100,000,000: seed 004 Section 3.1)",
     )
     s.add_argument(
         "--epochs",
-        type=_int_list,
+        type=int_list,
         metavar="N1,N2,...",
         help="window lengths in instructions for the spatial/temporal study, multiples of --epoch "
         "(default: the epoch times 1, 2, 4, ..., 128)",
     )
     s.add_argument(
         "--granularities",
-        type=_int_list,
+        type=int_list,
         metavar="G1,G2,...",
         help="bits per 2MB page to report, powers of two from 1 to 512 (default all ten)",
     )

@@ -7,23 +7,9 @@ import argparse
 import sys
 from typing import Any
 
-from xlat.cli.common import CliError, grid, progress
+from xlat.cli.common import CliError, grid, int_arg, int_list, progress
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 from xlat.cli.numfmt import count, ratio
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, not {text!r}") from None
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
 
 
 def _sizes(text: str) -> list[str]:
@@ -145,13 +131,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     s.add_argument(
         "--sets",
-        type=_int_list,
+        type=int_list,
         metavar="N1,N2,...",
         help="set counts, powers of two (1: fully associative; default 1)",
     )
     s.add_argument(
         "--max-entries",
-        type=_int,
+        type=int_arg,
         metavar="N",
         help="largest TLB reported (default 65536; ways up to N / sets)",
     )

@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from xlat.cli.common import grid, human_bytes, progress, table
-from xlat.cli.fidelity import _int, _int_list
+from xlat.cli.common import grid, human_bytes, int_arg, int_list, progress, table
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 
@@ -116,13 +115,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--granularity",
         "--granularities",
         dest="granularities",
-        type=_int_list,
+        type=int_list,
         metavar="G1,G2,...",
         help="bits per 2MB page, powers of two from 1 to 512 (default 1,8,32,512: Figure 10)",
     )
     s.add_argument(
         "--epoch",
-        type=_int,
+        type=int_arg,
         metavar="N",
         help="instructions between clearings of the accessed bits (default 100,000,000)",
     )

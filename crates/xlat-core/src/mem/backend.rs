@@ -64,6 +64,21 @@ pub struct KindSpec {
     pub static_power_mw: f64,
 }
 
+impl KindSpec {
+    /// The kind a configuration's `memory.kinds` entry describes.
+    pub fn from_config(k: &crate::config::MemoryKind) -> KindSpec {
+        KindSpec {
+            name: k.name.clone(),
+            bytes: k.size.0,
+            read_latency: k.read_latency,
+            write_latency: k.write_latency,
+            read_energy_pj: k.read_energy_pj,
+            write_energy_pj: k.write_energy_pj,
+            static_power_mw: k.static_power_mw,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Kind {
     spec: KindSpec,
@@ -142,20 +157,7 @@ pub fn from_config(cfg: &crate::config::Config) -> AnyBackend {
     if cfg.memory.kinds.is_empty() {
         return AnyBackend::Dram(Dram);
     }
-    let specs: Vec<KindSpec> = cfg
-        .memory
-        .kinds
-        .iter()
-        .map(|k| KindSpec {
-            name: k.name.clone(),
-            bytes: k.size.0,
-            read_latency: k.read_latency,
-            write_latency: k.write_latency,
-            read_energy_pj: k.read_energy_pj,
-            write_energy_pj: k.write_energy_pj,
-            static_power_mw: k.static_power_mw,
-        })
-        .collect();
+    let specs: Vec<KindSpec> = cfg.memory.kinds.iter().map(KindSpec::from_config).collect();
     AnyBackend::Kinds(MemoryKinds::new(&specs))
 }
 

@@ -128,24 +128,12 @@ pub struct HybridMemory {
 impl HybridMemory {
     /// The backend of `cfg` (its `[hybrid]` table and one or two `memory.kinds`, validated).
     pub fn new(cfg: &Config) -> HybridMemory {
-        let spec = |i: usize| {
-            let k = &cfg.memory.kinds[i];
-            KindSpec {
-                name: k.name.clone(),
-                bytes: k.size.0,
-                read_latency: k.read_latency,
-                write_latency: k.write_latency,
-                read_energy_pj: k.read_energy_pj,
-                write_energy_pj: k.write_energy_pj,
-                static_power_mw: k.static_power_mw,
-            }
-        };
         let h = cfg.hybrid.clone().unwrap_or_default();
         let tracking = h.migration != crate::config::MigrationPolicy::None;
         let frames = (cfg.memory.size.0 >> 12) as usize;
         HybridMemory {
             dram_end: cfg.memory.kinds[0].size.0,
-            specs: (0..cfg.memory.kinds.len()).map(spec).collect(),
+            specs: cfg.memory.kinds.iter().map(KindSpec::from_config).collect(),
             kinds: vec![KindCounts::default(); cfg.memory.kinds.len()],
             cycles: Cycles::default(),
             dirty: Vec::new(),
