@@ -31,6 +31,19 @@ impl<B> MissCx<'_, B> {
     }
 }
 
+impl<B: Backend> MissCx<'_, B> {
+    /// A handler's load of physical address `pa`: through the caches from the walker's first
+    /// level, then memory. Returns the level that served it (`caches.levels.len()`: memory) and
+    /// its latency.
+    #[inline(always)]
+    pub fn walk_load(&mut self, pa: u64) -> (usize, u64) {
+        let from = self.caches.walk_first();
+        let (hit, lat) = self.caches.access(pa, from, true);
+        let lat = if hit == self.caches.levels.len() { self.backend.access(pa, false, true, lat) } else { lat };
+        (hit, lat)
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn fault(os: &mut Os, mmu: &mut Mmu, inval: &mut Vec<Invalidation>, va: u64) -> Result<bool, SimError> {

@@ -79,9 +79,7 @@ impl SoftwareHandler {
     /// A load of physical address `pa` by a handler: through the caches from the walker's
     /// first level, then memory; returns its latency.
     fn load<B: Backend>(&mut self, cx: &mut MissCx<'_, B>, pa: u64) -> u64 {
-        let from = cx.caches.walk_first();
-        let (hit, lat) = cx.caches.access(pa, from, true);
-        let lat = if hit == cx.caches.levels.len() { cx.backend.access(pa, false, true, lat) } else { lat };
+        let (hit, lat) = cx.walk_load(pa);
         self.loads_at[hit] += 1;
         lat
     }
