@@ -7,6 +7,8 @@
 //! IpcSend / ContextSwitch / IpcRecv markers. The figure is the median of `XLAT_BENCH_REPS` runs
 //! (default 5) over batches already built (simulation alone).
 
+mod common;
+use common::{env, median, thread_cpu};
 use std::time::Instant;
 use xlat_core::{sim, Config};
 use xlat_trace::{Access, AccessKind, Batch, Marker, SideBody};
@@ -17,10 +19,6 @@ const CODE: u64 = 0x40_0000;
 const TABLE: u64 = 0x1000_0000;
 const MSG: u64 = 0x2000_0000;
 const STACK: u64 = 0x7FFF_FFFF_0000;
-
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 struct Gen {
     batches: Vec<Batch>,
@@ -100,20 +98,6 @@ fn trace(servers: u32, target: u64) -> Vec<Batch> {
         }
     }
     g.batches
-}
-
-/// CPU seconds of the calling thread (the machine is shared: wall time includes waiting).
-fn thread_cpu() -> f64 {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
-    let f: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-    let ticks: f64 =
-        f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0) + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
-    ticks / 100.0
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
-    v[v.len() / 2]
 }
 
 fn main() {

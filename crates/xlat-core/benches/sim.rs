@@ -5,13 +5,11 @@
 //! `target/bench-traces/`, then simulated `XLAT_BENCH_REPS` times; the median is reported.
 //! Finally two configurations run on two threads over the gups trace, to show the scaling.
 
+mod common;
+use common::{env, median, thread_cpu};
 use std::time::Instant;
 use xlat_core::{presets, sim, Config};
 use xlat_trace::{source, Batch, TraceWriter};
-
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 /// Whether `path` reads to its end without error (a cached trace from an older format does not).
 fn readable(path: &std::path::Path) -> bool {
@@ -68,20 +66,6 @@ fn trace_name(spec: &str, n: u64) -> (String, String) {
         xlat_trace::writer::WRITER_REVISION
     );
     (prefix, name)
-}
-
-/// CPU seconds of the calling thread (the machine is shared: wall time includes waiting).
-fn thread_cpu() -> f64 {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
-    let f: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-    let ticks: f64 =
-        f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0) + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
-    ticks / 100.0
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
-    v[v.len() / 2]
 }
 
 fn main() {
