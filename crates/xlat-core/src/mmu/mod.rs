@@ -247,6 +247,20 @@ impl Mmu {
         None
     }
 
+    /// Whether a TLB of role `r`'s route level `level` holds the page of size `size` around
+    /// `va`, without changing anything (Rainbow's cases 1 and 2: the superpage TLB probed in
+    /// parallel with the 4KB TLB that hit).
+    pub fn holds_at(&self, r: usize, level: usize, va: u64, size: PageSize) -> bool {
+        let Some(ts) = self.routes.tlbs[r].get(level) else {
+            return false;
+        };
+        let key = tlb_key(va, size, self.tag);
+        ts.iter().any(|&t| {
+            let arr = &self.tlbs[t].arr;
+            self.tlbs[t].sizes.contains(&size) && arr.contains(arr.set_of(key & VPN_MASK), key)
+        })
+    }
+
     /// Count a first-level miss of role `r`.
     #[inline(always)]
     pub fn count_first_miss(&mut self, r: usize) {
@@ -586,6 +600,12 @@ impl Mmu {
                     }
                 }
                 Invalidation::All => self.flush_tlbs(),
+                Invalidation::Page4K { asid, va } => {
+                    let tag = self.asid_mode.then(|| asid_tag(asid));
+                    for t in &mut self.tlbs {
+                        t.invalidate_4k(va, tag);
+                    }
+                }
             }
         }
         self.live_probes();
