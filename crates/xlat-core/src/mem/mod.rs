@@ -12,6 +12,8 @@ pub mod backend;
 mod cache;
 pub mod hybrid;
 pub mod migrate;
+pub mod rainbow;
+pub mod twostage;
 
 use crate::config::{CacheConfig, Config};
 use cache::Cache;
