@@ -64,6 +64,14 @@ impl FrameCounts {
         c
     }
 
+    /// Ask the host to bring frame `pfn`'s count into its cache (no effect on the counts).
+    #[inline(always)]
+    pub fn prefetch(&self, pfn: u64) {
+        if let Some(c) = self.counts.get(pfn as usize) {
+            crate::host::prefetch_ptr(c);
+        }
+    }
+
     /// The counts so far, in first-touch order; they start again at zero.
     pub fn take(&mut self) -> Vec<(u64, PageCount)> {
         let touched = std::mem::take(&mut self.touched);
