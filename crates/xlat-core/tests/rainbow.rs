@@ -218,11 +218,14 @@ fn the_four_translation_cases_and_their_costs() {
 #[test]
 fn bitmap_cache_hits_and_misses() {
     // One bitmap entry, a 2MB TLB of two entries; no migration (checks far apart).
-    let text = text(1 << 40, "").replace("bitmap_cache_entries = 2", "bitmap_cache_entries = 1").replace(
-        "bitmap_cache_ways = 2",
-        "bitmap_cache_ways = 1",
+    let text = text(1 << 40, "")
+        .replace("bitmap_cache_entries = 2", "bitmap_cache_entries = 1")
+        .replace("bitmap_cache_ways = 2", "bitmap_cache_ways = 1");
+    let text = text.replacen(
+        "entries = 1\nways = 1\npage_sizes = [\"2MB\"]",
+        "entries = 2\nways = 2\npage_sizes = [\"2MB\"]",
+        1,
     );
-    let text = text.replacen("entries = 1\nways = 1\npage_sizes = [\"2MB\"]", "entries = 2\nways = 2\npage_sizes = [\"2MB\"]", 1);
     let cfg = Config::from_toml("bitmap", &text, &[]).expect("config");
     let mut t = Trace::new();
     t.one(P1, 0, AccessKind::Load); // walk S0: fill misses (a bitmap load); NVM read: lookup hits

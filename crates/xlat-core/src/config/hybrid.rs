@@ -200,7 +200,9 @@ impl HybridConfig {
             ));
         }
         if self.write_weight == 0 {
-            return err(format!("config '{c}': hybrid.write_weight = 0 must be at least 1 (an NVM write counts at least as a read)."));
+            return err(format!(
+                "config '{c}': hybrid.write_weight = 0 must be at least 1 (an NVM write counts at least as a read)."
+            ));
         }
         let (e, w) = (self.bitmap_cache_entries, self.bitmap_cache_ways);
         if w == 0 || e == 0 || !e.is_multiple_of(w) {

@@ -253,7 +253,12 @@ impl UtilityMigration {
     /// benefit must still exceed the threshold by; no page is evicted for a candidate it is not
     /// worth it for, and pages that arrived this interval are not evicted. Then the threshold
     /// rises if a dirty page went back to NVM (migration ran both ways), else falls.
-    pub fn place<M: Mover>(&mut self, mut cands: Vec<(i64, u64)>, writeback_cost: u64, m: &mut M) -> Result<(), M::Error> {
+    pub fn place<M: Mover>(
+        &mut self,
+        mut cands: Vec<(i64, u64)>,
+        writeback_cost: u64,
+        m: &mut M,
+    ) -> Result<(), M::Error> {
         let now = self.clock.intervals;
         cands.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut both_ways = false;

@@ -259,8 +259,11 @@ impl<V: Variant> Core<V> {
             self.mmu.probe_first::<MEMO>(S::LANES.l1i, r, va)
         };
         if let Some((pfn, size)) = hit {
-            let (pfn, size) =
-                if <V::Backend as Backend>::REMAP { self.remap::<S>(r, va, pfn, size, Translated::Level(0)) } else { (pfn, size) };
+            let (pfn, size) = if <V::Backend as Backend>::REMAP {
+                self.remap::<S>(r, va, pfn, size, Translated::Level(0))
+            } else {
+                (pfn, size)
+            };
             self.translated::<DATA>(pfn, size, va, kind, Translated::Level(0), NO_HINT);
             return Ok(());
         }

@@ -25,7 +25,7 @@ use super::epoch::{EpochController, EpochCx, Period};
 use super::tlbcount::TlbCounts;
 use crate::config::{Counting, Granularity, HybridConfig};
 use crate::mem::hybrid::{HybridMemory, DRAM, LINES_PER_PAGE, NVM};
-use crate::mem::migrate::{Demoted, Latencies, Mover, UtilityMigration, Utility};
+use crate::mem::migrate::{Demoted, Latencies, Mover, Utility, UtilityMigration};
 use crate::mem::Caches;
 use crate::os::SimError;
 use crate::os::{Invalidation, Os};
@@ -35,7 +35,12 @@ use crate::units::PageSize;
 /// The latencies the utility compares, from the hybrid memory's kinds.
 pub(crate) fn latencies(m: &HybridMemory) -> Latencies {
     let (d, n) = (m.spec(DRAM), m.spec(NVM));
-    Latencies { dram_read: d.read_latency, dram_write: d.write_latency, nvm_read: n.read_latency, nvm_write: n.write_latency }
+    Latencies {
+        dram_read: d.read_latency,
+        dram_write: d.write_latency,
+        nvm_read: n.read_latency,
+        nvm_write: n.write_latency,
+    }
 }
 
 /// The migration controller.
@@ -75,7 +80,12 @@ impl Migration {
         }
     }
 
-    fn interval_end(&mut self, cx: &mut Cx<'_>, m: &mut HybridMemory, tlb: Option<&mut TlbCounts>) -> Result<(), SimError> {
+    fn interval_end(
+        &mut self,
+        cx: &mut Cx<'_>,
+        m: &mut HybridMemory,
+        tlb: Option<&mut TlbCounts>,
+    ) -> Result<(), SimError> {
         // (Counted by page of the migration's size already: its first frame.)
         let counts = match tlb {
             Some(t) => t.take(),

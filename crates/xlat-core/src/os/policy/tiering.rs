@@ -105,7 +105,10 @@ impl Tiering for Interleave {
         let pick = (0..n)
             .filter(|&z| self.weights[z] > 0)
             .min_by(|&a, &b| {
-                let (x, y) = ((given[a] + 1) as u128 * self.weights[b] as u128, (given[b] + 1) as u128 * self.weights[a] as u128);
+                let (x, y) = (
+                    (given[a] + 1) as u128 * self.weights[b] as u128,
+                    (given[b] + 1) as u128 * self.weights[a] as u128,
+                );
                 x.cmp(&y).then(a.cmp(&b))
             })
             .unwrap_or(0);
