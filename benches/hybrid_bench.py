@@ -6,9 +6,10 @@ traces, warm (every page mapped: the timed pass alone); the issue's bar: at leas
 Two measures:
 
 - wall clock: simulated accesses per second, runs interleaved, medians of REPS;
-- ``--cachegrind``: host instructions of the timed pass (``valgrind --tool=cachegrind
-  --toggle-collect='*timed_pass*'``), which the machine's load does not disturb; the ratio is
-  plain's instructions over the configuration's.
+- ``--cachegrind``: host instructions of the timed pass (``valgrind --tool=callgrind
+  --toggle-collect='*timed_pass*'``: cachegrind's instruction count, restricted to one function,
+  which Debian 12's cachegrind cannot do), which the machine's load does not disturb; the ratio
+  is plain's instructions over the configuration's.
 
 Run by hand: ``python3 benches/hybrid_bench.py [REPS] [--cachegrind]`` (builds the ``simfile``
 example first).
@@ -26,9 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SIMFILE = ROOT / "target" / "release" / "examples" / "simfile"
 WORKLOADS = {
-    "gups 8GiB": "workload:gups?size=8GiB&accesses=3000000",
-    "stream 1GiB": "workload:stream?size=1GiB&accesses=3000000",
+    "gups 8GiB": "workload:gups?size=8GiB&accesses={n}",
+    "stream 1GiB": "workload:stream?size=1GiB&accesses={n}",
 }
+#: Accesses per run: wall clock, cachegrind (slower: fewer).
+ACCESSES, ACCESSES_CACHEGRIND = 3_000_000, 1_000_000
 CONFIGS = ["skylake"] + [
     str(ROOT / "configs" / "rainbow" / f)
     for f in ("flat-static.toml", "hscc-4kb.toml", "hscc-2mb.toml", "rainbow.toml", "dram-only-2mb.toml")
@@ -48,10 +51,9 @@ def rate(workload: str, config: str) -> float:
 
 def instructions(workload: str, config: str) -> int:
     cmd, env = command(workload, config)
-    vg = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
-    vg.append("--toggle-collect=*timed_pass*")
+    vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--toggle-collect=*timed_pass*"]
     err = subprocess.run(vg + cmd, env=env, check=True, capture_output=True, text=True).stderr
-    m = re.search(r"I\s+refs:\s+([\d,]+)", err)
+    m = re.search(r"Collected\s*:\s*([\d,]+)", err)
     if m is None:
         raise SystemExit(f"no instruction count from cachegrind:\n{err}")
     return int(m.group(1).replace(",", ""))
@@ -66,6 +68,7 @@ def main() -> None:
     if "--cachegrind" in sys.argv:
         print("host instructions of the timed pass (cachegrind); ratio: plain's / the configuration's")
         for name, spec in WORKLOADS.items():
+            spec = spec.replace("{n}", str(ACCESSES_CACHEGRIND))
             counts = {c: instructions(spec, c) for c in CONFIGS}
             plain = counts["skylake"]
             for c in CONFIGS:
@@ -73,6 +76,7 @@ def main() -> None:
         return
     print(f"load average {os.getloadavg()[0]:.2f}; M accesses/s, median of {reps}")
     for name, spec in WORKLOADS.items():
+        spec = spec.replace("{n}", str(ACCESSES))
         runs: dict[str, list[float]] = {c: [] for c in CONFIGS}
         for _ in range(reps):
             for c in CONFIGS:

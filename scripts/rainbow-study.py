@@ -105,16 +105,25 @@ def main() -> int:
         r = next(x for x in rs if x["config"] == "rainbow")
         n = sum(r[f"case{i}"] for i in range(1, 5)) or 1
         rows.append(
-            [w, *(pct(r[f"case{i}"] / n) for i in range(1, 5)), f"{r['remaps']:,}", f"{r['bitmap_misses']:,}"]
+            [
+                w,
+                *(pct(r[f"case{i}"] / n) for i in range(1, 5)),
+                f"{r['remaps']:,}",
+                f"{r['bitmap_misses']:,}",
+                f"{r.get('promotions', 0):,}",
+                f"{r.get('demotions', 0):,}",
+                f"{r.get('intervals', 0):,}",
+            ]
         )
-    print(table(["workload", "case 1", "case 2", "case 3", "case 4", "remaps", "bitmap misses"], rows))
-    print("\nTranslation breakdown (% of all cycles): STLB hits / walks / bitmap / pointer\n")
+    head = ["workload", "case 1", "case 2", "case 3", "case 4", "remaps", "bitmap misses", "cached", "uncached"]
+    print(table([*head, "intervals"], rows))
+    print("\nTranslation breakdown (% of all cycles): STLB hits / walks / 4KB below / bitmap / pointer\n")
     rows = []
     for w, rs in results.items():
         rows.append(
             [w]
             + [
-                " / ".join(pct(r[f"share_{p}"]) for p in ("stlb_hit", "walk", "bitmap", "pointer"))
+                " / ".join(pct(r[f"share_{p}"]) for p in rainbow.TRANSLATION_PARTS)
                 for r in rs
             ]
         )

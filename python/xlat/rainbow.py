@@ -31,9 +31,10 @@ LABELS = {
     "rainbow": "Rainbow",
     "dram-only-2mb": "DRAM-only (2MB)",
 }
-#: Cycles of the time model by part, as ``hybrid.time.<part>_cycles``; the first four are
-#: translation (TLB hits below the first level, walks, Rainbow's bitmap cache and pointers).
-TRANSLATION_PARTS = ("stlb_hit", "walk", "bitmap", "pointer")
+#: Cycles of the time model by part, as ``hybrid.time.<part>_cycles``; the first five are
+#: translation (TLB hits below the first level, walks, Rainbow's 4KB-TLB hits below a superpage
+#: hit, its bitmap cache and pointer reads).
+TRANSLATION_PARTS = ("stlb_hit", "walk", "tlb4k", "bitmap", "pointer")
 OTHER_PARTS = ("base", "memory_reads", "writebacks", "migration", "clflush", "shootdown", "remap")
 
 

@@ -216,6 +216,36 @@ fn the_four_translation_cases_and_their_costs() {
 }
 
 #[test]
+fn a_superpage_hit_above_yields_to_the_4kb_entry_below() {
+    // An L2 TLB (8 entries, 4KB and 2MB, 5 cycles) below the split L1s: the 4KB side and the
+    // 2MB side are probed in parallel level by level, so a superpage hit at L1 for a cached
+    // page whose 4KB entry is in L2 takes the 4KB entry (case 1, 5 cycles), not the pointer.
+    let l2 = "[[tlb]]\nname = \"l2\"\nlevel = 2\nrole = \"data\"\nentries = 8\nways = 8\npage_sizes = [\"4KB\", \"2MB\"]\nlatency = 5\n[[cache]]";
+    let text = text(640, "").replacen("[[cache]]", l2, 1);
+    let mut sim = Simulator::new(&Config::from_toml("l2", &text, &[]).expect("config")).expect("sim");
+    let mut t = Trace::new();
+    warm(&mut t);
+    sim.batch(&t.take()).expect("run");
+    let before = sim.counters();
+    // L1: 4KB empty, 2MB = S1; L2 holds S0 and S1.
+    t.one(P1, 0, AccessKind::Load); // a: L2's S0 (case 3): pointer; P1's 4KB entry to L1 and L2
+    t.one(P2, 0, AccessKind::Load); // b: L1's S0 (case 3), P2 not in L2 either: pointer
+    t.one(P1, 1, AccessKind::Load); // c: L1's S0, P1's 4KB entry in L2: case 1, 5 cycles
+    t.one(P1, 2, AccessKind::Load); // d: L1's 4KB entry (case 1)
+    sim.batch(&t.take()).expect("run");
+    let c = sim.counters();
+    let d = |k: &str| delta(&c, &before, k);
+    assert_eq!(d("rainbow.case1_4k_hit_2m_hit"), 2);
+    assert_eq!(d("rainbow.case3_4k_miss_2m_hit"), 2);
+    assert_eq!(d("rainbow.remaps"), 2);
+    assert_eq!(d("rainbow.4k_hits_below_superpage"), 1);
+    assert_eq!(d("hybrid.cycles.tlb4k"), 5);
+    assert_eq!(d("hybrid.cycles.pointer"), 2 * 200);
+    assert_eq!(d("walker.walks"), 0);
+    sim.check_invariants().expect("invariants: the hit below is not counted as an L2 lookup");
+}
+
+#[test]
 fn bitmap_cache_hits_and_misses() {
     // One bitmap entry, a 2MB TLB of two entries; no migration (checks far apart).
     let text = text(1 << 40, "")

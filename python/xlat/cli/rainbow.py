@@ -25,6 +25,7 @@ LINES = [
     ("cycles in translation", "translation_share", _pct),
     ("  TLB hits below L1", "share_stlb_hit", _pct),
     ("  page walks", "share_walk", _pct),
+    ("  4KB TLB below a superpage hit", "share_tlb4k", _pct),
     ("  bitmap cache", "share_bitmap", _pct),
     ("  pointer reads (remap)", "share_pointer", _pct),
     ("cycles migrating (copy+clflush+shootdown+remap)", "migration_share", _pct),

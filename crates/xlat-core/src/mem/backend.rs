@@ -40,6 +40,13 @@ pub trait Backend: Counters + Send + 'static {
     fn remap(&mut self, _va: u64, _pfn: u64, _size: PageSize, _via: Via) -> Option<u64> {
         None
     }
+    /// Whether the memory redirects the 4KB frame `pfn` (Rainbow: a cached NVM page), without
+    /// counting anything: the loop then looks for the page's 4KB entry below the level where a
+    /// superpage entry translated it (split TLBs probed in parallel).
+    #[inline(always)]
+    fn redirects(&self, _pfn: u64) -> bool {
+        false
+    }
     /// Figures derived from the counts (dynamic energy), added to the result's derived metrics.
     fn derived(&self, _out: &mut BTreeMap<String, f64>) {}
     /// A time and energy model over the run's `instructions`, after [`Backend::derived`]
@@ -54,6 +61,10 @@ pub enum Via {
     /// A TLB entry of the access's page size; for a 4KB entry, whether the TLBs of its level
     /// also hold the 2MB page around it (seed 003's cases 1 and 2; false for other sizes).
     Tlb { superpage_held: bool },
+    /// A superpage entry hit at a level above the 4KB entry, which a deeper level held: as
+    /// split 4KB and 2MB TLBs probed in parallel, the 4KB side's deeper hit translates it, at
+    /// that level's latency (`cycles`).
+    Below { cycles: u64 },
     /// A walk (every TLB missed).
     Walk,
 }

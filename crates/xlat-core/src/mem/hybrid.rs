@@ -110,6 +110,8 @@ pub struct Cycles {
     /// Reads of a cached page's DRAM frame from the first 8 bytes of its NVM page, on a 4KB-TLB
     /// miss (Rainbow's remap).
     pub pointer: u64,
+    /// Rainbow's split TLBs: 4KB entries found below a level whose superpage entry hit.
+    pub tlb4k: u64,
 }
 
 impl Cycles {
@@ -122,6 +124,7 @@ impl Cycles {
             + self.remap
             + self.bitmap
             + self.pointer
+            + self.tlb4k
     }
 }
 
@@ -401,6 +404,7 @@ impl Backend for HybridMemory {
             ("remap", c.remap as f64),
             ("bitmap", c.bitmap as f64),
             ("pointer", c.pointer as f64),
+            ("tlb4k", c.tlb4k as f64),
         ];
         let total: f64 = parts.iter().map(|p| p.1).sum();
         let mut put = |k: String, v: f64| {
@@ -412,7 +416,7 @@ impl Backend for HybridMemory {
         put("hybrid.time.total_cycles".into(), total);
         put("hybrid.ipc".into(), if total > 0.0 { instructions as f64 / total } else { 0.0 });
         // (Rainbow's bitmap lookups and pointer reads are part of its translation.)
-        let xlat = stlb + walk + c.bitmap as f64 + c.pointer as f64;
+        let xlat = stlb + walk + c.bitmap as f64 + c.pointer as f64 + c.tlb4k as f64;
         put("hybrid.translation_fraction".into(), if total > 0.0 { xlat / total } else { 0.0 });
         let seconds = total / (self.cfg.clock_ghz * 1e9);
         put("hybrid.seconds".into(), seconds);
@@ -452,6 +456,7 @@ impl Counters for HybridMemory {
         out.put(format_args!("hybrid.cycles.remap"), c.remap);
         out.put(format_args!("hybrid.cycles.bitmap"), c.bitmap);
         out.put(format_args!("hybrid.cycles.pointer"), c.pointer);
+        out.put(format_args!("hybrid.cycles.tlb4k"), c.tlb4k);
         out.put(format_args!("hybrid.dirty_lines"), self.dirty_lines());
     }
 }

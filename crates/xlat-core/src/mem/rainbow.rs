@@ -44,6 +44,8 @@ struct Stats {
     /// Translations of other pages: 4KB pages that are not DRAM copies (outside superpages),
     /// superpages in DRAM, 1GB pages.
     other: u64,
+    /// Case-1 translations whose 4KB entry was found below the superpage's level.
+    below: u64,
     /// Pointers followed (path 2), and set bits whose page was not the one translated.
     remaps: u64,
     stale: u64,
@@ -213,6 +215,13 @@ impl Backend for RainbowMemory {
                 self.stats.cases[if superpage_held { 0 } else { 1 }] += 1;
                 None
             }
+            (PageSize::Size4K, Via::Below { cycles }) => {
+                // (Case 1: the superpage's entry hit above.)
+                self.stats.cases[0] += 1;
+                self.stats.below += 1;
+                self.hybrid.cycles.tlb4k += cycles;
+                None
+            }
             (PageSize::Size2M, _) if pfn >= self.nvm_base => {
                 self.stats.cases[if via == Via::Walk { 3 } else { 2 }] += 1;
                 if !bit(&self.bits, pfn - self.nvm_base) {
@@ -225,6 +234,11 @@ impl Backend for RainbowMemory {
                 None
             }
         }
+    }
+
+    #[inline(always)]
+    fn redirects(&self, pfn: u64) -> bool {
+        self.is_cached(pfn)
     }
 
     fn time_model(&self, instructions: u64, out: &mut BTreeMap<String, f64>) {
@@ -264,6 +278,7 @@ impl Counters for RainbowMemory {
             out.put(format_args!("rainbow.{n}"), v);
         }
         out.put(format_args!("rainbow.other_translations"), s.other);
+        out.put(format_args!("rainbow.4k_hits_below_superpage"), s.below);
         out.put(format_args!("rainbow.remaps"), s.remaps);
         out.put(format_args!("rainbow.stale_remaps"), s.stale);
         out.put(format_args!("rainbow.bitmap_cache.lookups"), s.lookups);

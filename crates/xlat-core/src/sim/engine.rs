@@ -287,16 +287,27 @@ impl<V: Variant> Core<V> {
     }
 
     /// Rainbow: the memory may redirect a translation ([`Backend::remap`]: a 4KB page of an
-    /// NVM superpage cached in DRAM); then the 4KB TLBs of every level get the DRAM frame.
+    /// NVM superpage cached in DRAM); then the 4KB TLBs of every level get the DRAM frame. A
+    /// superpage entry that hit above a level holding the cached page's 4KB entry yields to it
+    /// (split 4KB and 2MB TLBs are probed in parallel, level by level on each side).
     #[inline(always)]
     fn remap<S: Shape>(&mut self, r: usize, va: u64, pfn: u64, size: u8, at: Translated) -> (u64, u8) {
+        use crate::mem::backend::Via;
         let s = PageSize::from_index(size as usize);
         let frame = pfn + ((va & (s.bytes() - 1)) >> 12);
         let via = match at {
-            Translated::Level(l) => crate::mem::backend::Via::Tlb {
+            Translated::Level(l) if s == PageSize::Size2M && self.backend.redirects(frame) => {
+                if let Some((level, dram, cycles)) = self.mmu.find_4k_below(r, l as usize + 1, va) {
+                    self.mmu.fill_above::<S>(r, level, va, PageSize::Size4K, dram);
+                    self.backend.remap(va, dram, PageSize::Size4K, Via::Below { cycles });
+                    return (dram, PageSize::Size4K as u8);
+                }
+                Via::Tlb { superpage_held: false }
+            }
+            Translated::Level(l) => Via::Tlb {
                 superpage_held: s == PageSize::Size4K && self.mmu.holds_at(r, l as usize, va, PageSize::Size2M),
             },
-            _ => crate::mem::backend::Via::Walk,
+            _ => Via::Walk,
         };
         match self.backend.remap(va, frame, s, via) {
             Some(dram) => {
