@@ -43,27 +43,7 @@ latency = 10
 [os]
 policy = "thp"
 tiering = "highest-first"
-[memory]
-max_order = 9
-[[memory.kinds]]
-name = "dram"
-size = "2MiB"
-read_latency = 100
-write_latency = 100
-read_energy_pj = 10.0
-write_energy_pj = 20.0
-static_power_mw = 1000.0
-[[memory.kinds]]
-name = "nvm"
-size = "8MiB"
-read_latency = 200
-write_latency = 500
-read_energy_pj = 30.0
-write_energy_pj = 100.0
-static_power_mw = 0.0
-[sim]
-data_through_caches = true
-[hybrid]
+{memory}[hybrid]
 migration = "rainbow"
 interval = 1
 check_instructions = {check}
@@ -76,7 +56,8 @@ bitmap_cache_entries = 2
 bitmap_cache_ways = 2
 bitmap_cache_cycles = 9
 {extra}
-"#
+"#,
+        memory = common::tiny_memory("8MiB")
     )
 }
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from xlat.cli.common import CliError, human_bytes, progress
+from xlat.cli.common import CliError, grid, human_bytes, progress
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 
@@ -52,15 +52,14 @@ def rows_for_print(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def print_columns(rows: list[dict[str, Any]]) -> None:
-    lines = [("", [r["label"] for r in rows])]
-    for label, key, fmt in LINES:
-        if any(key in r for r in rows):
-            lines.append((label, [fmt(r[key]) if key in r else "-" for r in rows]))
-    w0 = max(len(k) for k, _ in lines)
-    ws = [max(len(line[1][i]) for line in lines) for i in range(len(rows))]
-    for k, vals in lines:
-        print(f"{k:<{w0}}  " + "  ".join(f"{v:>{w}}" for v, w in zip(vals, ws, strict=True)))
+def columns(rows: list[dict[str, Any]]) -> str:
+    """One column per configuration, one line per figure some configuration has."""
+    lines = [
+        [label, *(fmt(r[key]) if key in r else "-" for r in rows)]
+        for label, key, fmt in LINES
+        if any(key in r for r in rows)
+    ]
+    return grid(["", *(r["label"] for r in rows)], lines)
 
 
 def cmd_rainbow(args: argparse.Namespace) -> int:
@@ -89,7 +88,7 @@ def cmd_rainbow(args: argparse.Namespace) -> int:
     scaled = [f"{k} {v}" for k, v in (("DRAM", args.dram), ("NVM", args.nvm)) if v]
     dram = f" (memory scaled: {', '.join(scaled)})" if scaled else ""
     print(f"{args.trace}: the five configurations of configs/rainbow{dram}\n")
-    print_columns(rows_for_print(cmp.rows()))
+    print(columns(rows_for_print(cmp.rows())))
     return 0
 
 

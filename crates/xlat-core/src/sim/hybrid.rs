@@ -112,11 +112,11 @@ impl Migration {
     }
 }
 
-/// What a move needs of the epoch's context besides the hybrid memory.
-struct Cx<'a> {
-    os: &'a mut Os,
-    caches: &'a Caches,
-    inval: &'a mut Vec<Invalidation>,
+/// What a move needs of the epoch's context besides the memory (HSCC's and Rainbow's movers).
+pub(crate) struct Cx<'a> {
+    pub(crate) os: &'a mut Os,
+    pub(crate) caches: &'a Caches,
+    pub(crate) inval: &'a mut Vec<Invalidation>,
 }
 
 /// HSCC's moves: the OS remaps the page (`Os::migrate`), after a `clflush` of its lines, with

@@ -27,12 +27,11 @@
 //! copies of pages no longer mapped where they were cached (their frames freed, no copy back).
 
 use super::epoch::{EpochController, EpochCx, Period};
-use super::hybrid::latencies;
+use super::hybrid::{latencies, Cx};
 use crate::config::HybridConfig;
 use crate::mem::hybrid::{DRAM, LINES_PER_PAGE, NVM};
 use crate::mem::migrate::{Demoted, Mover, Utility, UtilityMigration};
 use crate::mem::rainbow::RainbowMemory;
-use crate::mem::Caches;
 use crate::os::{Invalidation, Os, SimError};
 use crate::stats::{Counters, Sink};
 use crate::units::PageSize;
@@ -123,12 +122,6 @@ impl RainbowMigration {
 /// Whether the virtual 4KB page `va` is still in the NVM superpage around frame `pfn`.
 fn holds(os: &Os, va: u64, pfn: u64) -> bool {
     os.lookup(va) == Some((pfn & !511, PageSize::Size2M))
-}
-
-struct Cx<'a> {
-    os: &'a mut Os,
-    caches: &'a Caches,
-    inval: &'a mut Vec<Invalidation>,
 }
 
 /// Rainbow's moves. Candidates are NVM frames, DRAM pages their copies' frames.
