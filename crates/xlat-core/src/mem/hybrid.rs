@@ -362,10 +362,16 @@ impl Backend for HybridMemory {
             // the last level no longer holds were written back, and so was the missed line if
             // it was dirty (it left the last level before this miss).
             let mut list = std::mem::take(&mut self.dirty[set]);
+            // (Every line of the list is in this set: one look at its row answers for all.)
+            let row = caches.llc_row(pa);
             let mut i = 0;
             while i < list.len() {
                 let d = list[i];
-                if d == line || !caches.llc_contains(d << LINE_SHIFT) {
+                let held = match row {
+                    Some((tags, shift)) => tags.contains(&((d << LINE_SHIFT >> shift) as u32)),
+                    None => caches.llc_contains(d << LINE_SHIFT),
+                };
+                if d == line || !held {
                     list.swap_remove(i);
                     self.writeback(d);
                 } else {

@@ -159,6 +159,12 @@ impl Caches {
         self.levels.last().is_some_and(|c| c.contains(pa))
     }
 
+    /// The last level's row of `pa`'s set (its tags) and the shift from an address of that set
+    /// to its tag, when the last level keeps compact rows (see `Cache::row_of`).
+    pub fn llc_row(&self, pa: u64) -> Option<(&[u32], u32)> {
+        self.levels.last().and_then(|c| c.row_of(pa))
+    }
+
     /// The last level's set of `pa`'s line, and its set count (0 and 1 with no level).
     pub fn llc_set(&self, pa: u64) -> (usize, usize) {
         self.levels.last().map_or((0, 1), |c| (c.set_of(pa), c.sets()))
