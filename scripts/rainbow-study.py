@@ -3,7 +3,9 @@
 HSCC-2MB-mig, Rainbow, DRAM-only with 2MB pages) over three synthetic workloads and three
 traces of real programs, memory scaled down (default 256 MiB DRAM + 2 GiB NVM, the paper's 1:8)
 so that the traces' footprints exceed DRAM; Markdown tables on stdout, the rows as JSON to
---json, the bars to --plot, Observation 1's CDFs to --touch-plot.
+--json, the bars to --plot, Observation 1's CDFs to --touch-plot (intervals of --touch-interval
+instructions, default 2,000,000: about 10^8 cycles of the time model at these workloads' IPCs;
+--touch-only: that alone).
 
     PYTHONPATH=python .venv/bin/python scripts/rainbow-study.py [--dram 256MiB] [--nvm 2GiB]
         [--traces out/rainbow] [--json docs/img/rainbow-results.json]
@@ -57,6 +59,8 @@ def main() -> int:
     ap.add_argument("--json")
     ap.add_argument("--plot")
     ap.add_argument("--touch-plot")
+    ap.add_argument("--touch-interval", type=int, default=2_000_000)
+    ap.add_argument("--touch-only", action="store_true")
     ap.add_argument("--only", help="comma-separated workloads to run")
     args = ap.parse_args()
     specs = dict(SYNTHETIC)
@@ -69,6 +73,18 @@ def main() -> int:
     if args.only:
         keep = args.only.split(",")
         specs = {k: v for k, v in specs.items() if k in keep}
+    if args.touch_only:
+        touches = {name: touch.analyze(spec, args.touch_interval) for name, spec in specs.items()}
+        if args.touch_plot:
+            touch.plot_cdf(touches, args.touch_plot)
+        head = ["workload", "intervals", "<= 32", "<= 64", "<= 128", "<= 256", "<= 511"]
+        rows = [
+            [w, f"{r.data['intervals']:,}", *(f"{100 * r.at_most(n):.1f}%" for n in (32, 64, 128, 256, 511))]
+            for w, r in touches.items()
+        ]
+        print(f"superpages with at most n touched 4KB pages per {args.touch_interval:,} instructions\n")
+        print(table(head, rows))
+        return 0
     cmps, results, touches = {}, {}, {}
     for name, spec in specs.items():
         t = time.time()
@@ -77,7 +93,7 @@ def main() -> int:
         results[name] = c.rows()
         print(f"({name}: {time.time() - t:.0f} s)", file=sys.stderr)
         if args.touch_plot:
-            touches[name] = touch.analyze(spec)
+            touches[name] = touch.analyze(spec, args.touch_interval)
     if args.json:
         Path(args.json).write_text(
             json.dumps({"dram": args.dram, "nvm": args.nvm, "results": results}, indent=1)
@@ -115,18 +131,22 @@ def main() -> int:
                 f"{r.get('intervals', 0):,}",
             ]
         )
-    head = ["workload", "case 1", "case 2", "case 3", "case 4", "remaps", "bitmap misses", "cached", "uncached"]
+    head = [
+        "workload",
+        "case 1",
+        "case 2",
+        "case 3",
+        "case 4",
+        "remaps",
+        "bitmap misses",
+        "cached",
+        "uncached",
+    ]
     print(table([*head, "intervals"], rows))
     print("\nTranslation breakdown (% of all cycles): STLB hits / walks / 4KB below / bitmap / pointer\n")
     rows = []
     for w, rs in results.items():
-        rows.append(
-            [w]
-            + [
-                " / ".join(pct(r[f"share_{p}"]) for p in rainbow.TRANSLATION_PARTS)
-                for r in rs
-            ]
-        )
+        rows.append([w] + [" / ".join(pct(r[f"share_{p}"]) for p in rainbow.TRANSLATION_PARTS) for r in rs])
     print(table(["workload", *(r["label"] for r in next(iter(results.values())))], rows))
     print("\nsummary (geometric means over the workloads)\n")
     by = {c: [next(r for r in rs if r["config"] == c) for rs in results.values()] for c in rainbow.CONFIGS}
