@@ -5,7 +5,8 @@
 //! 30 random words of a 4MB table per process per IPC, code and stack accesses, the kernel's IPC
 //! path (IPC structures and message buffers in kseg2, handler code in kseg0), and the
 //! IpcSend / ContextSwitch / IpcRecv markers. The figure is the median of `XLAT_BENCH_REPS` runs
-//! (default 5) over batches already built (simulation alone).
+//! (default 5) over batches already built (simulation alone). `XLAT_MACH_CONFIGS=tlb-only,ptlb`
+//! runs only those rows; `XLAT_BENCH_ACCESSES` sets the trace's length (default 20M).
 
 mod common;
 use common::{env, median, thread_cpu};
@@ -114,7 +115,10 @@ fn main() {
     );
     println!("(M refs/s per wall second and per CPU second of the simulating thread)");
     let names = ["tlb-only", "stlb-1k", "stlb-4k", "stlb-2way", "ptlb", "ptlb+stlb", "tlb-only, no data"];
-    for name in names {
+    // XLAT_MACH_CONFIGS=a,b: only those rows (e.g. one configuration under callgrind).
+    let only = std::env::var("XLAT_MACH_CONFIGS").unwrap_or_default();
+    let only: Vec<&str> = only.split(',').filter(|s| !s.is_empty()).collect();
+    for name in names.into_iter().filter(|n| only.is_empty() || only.contains(n)) {
         let file = name.split(',').next().expect("a name");
         let path = dir.join(format!("{file}.toml"));
         let text = std::fs::read_to_string(&path).expect("config");
