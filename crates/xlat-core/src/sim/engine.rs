@@ -40,6 +40,10 @@ pub trait Variant: 'static {
     /// Whether first-level hits count their LRU distance (Lite, seed 000 section 5.4.2; hits
     /// through the memo of first-level hits are MRU re-hits, distance 0, which Lite never reads).
     const LITE: bool = false;
+    /// Whether the miss handler translates every access itself (it holds the only TLB: `[mach]`,
+    /// no page TLBs in the MMU): the loop then calls it straight away, with no first-level
+    /// probe, memo, deep probe or fill (all empty there).
+    const DIRECT: bool = false;
 }
 
 /// The plain configuration: the radix walker, one DRAM, no observer, page TLBs only.
@@ -96,6 +100,7 @@ impl Variant for MachLoop {
     type Backend = Dram;
     type Observer = super::observer::NoObserver;
     const RANGES: bool = false;
+    const DIRECT: bool = true;
 }
 
 /// A hybrid DRAM/NVM memory (`[hybrid]`): the radix walker, the hybrid backend (its own
@@ -221,6 +226,11 @@ impl<V: Variant> Core<V> {
     fn access<const DATA: bool, const MEMO: bool, S: Shape>(&mut self, va: u64, kind: u8) -> Result<(), SimError> {
         let va = va & self.va_mask;
         let r = (kind == 2) as usize;
+        if V::DIRECT {
+            let (pfn, s) = self.direct::<S>(va, r)?;
+            self.translated::<DATA>(pfn, s as u8, va, kind, Translated::Walk, NO_HINT);
+            return Ok(());
+        }
         let rbit = (r as u64) << 63;
         if let Some(j) = if MEMO { self.mmu.memo_hit(va, rbit) } else { None } {
             if DATA || <V::Observer as AccessObserver>::ACTIVE {
@@ -288,6 +298,20 @@ impl<V: Variant> Core<V> {
             self.backend.data(pa, kind == 1, miss, &self.caches);
         }
         self.data_cycles += lat;
+    }
+
+    /// [`Variant::DIRECT`]: the handler translates `va` (its TLB hit inline, its miss handlers
+    /// out of line); no TLB of the MMU to probe or fill.
+    #[inline(always)]
+    fn direct<S: Shape>(&mut self, va: u64, r: usize) -> Result<(u64, PageSize), SimError> {
+        let mut cx = MissCx {
+            os: &mut self.os,
+            caches: &mut self.caches,
+            backend: &mut self.backend,
+            mmu: &mut self.mmu,
+            inval: &mut self.inval,
+        };
+        self.handler.handle::<S, V::Backend>(&mut cx, r, va)
     }
 
     /// Every first-level TLB missed: the deeper levels, then the miss handler; fill the levels
@@ -400,7 +424,7 @@ impl<V: Variant> Core<V> {
             // Turn prefetching on when more than 1 access in 32 walked.
             self.prefetching = (self.handler.misses() - walks0) * 32 > n;
             // The memo off when more than 1 access in 8 missed the first level.
-            self.mmu.set_memo((self.mmu.first_misses() - misses0) * 8 <= n);
+            self.mmu.set_memo(!V::DIRECT && (self.mmu.first_misses() - misses0) * 8 <= n);
             i = chunk_end;
         }
         Ok(())
