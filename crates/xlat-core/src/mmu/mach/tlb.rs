@@ -29,6 +29,8 @@ pub struct MachTlb {
     pfns: Vec<u64>,
     /// Slot + 1 of each key, by hash (0: none); `mask + 1` buckets.
     index: Vec<u16>,
+    /// The bucket of each slot's key (valid while the slot holds a key).
+    pos: Vec<u16>,
     mask: usize,
     upper: Partition,
     lower: Partition,
@@ -51,6 +53,7 @@ impl MachTlb {
             keys: vec![EMPTY; n],
             pfns: vec![0; n],
             index: vec![0; (4 * n).next_power_of_two().max(16)],
+            pos: vec![0; n],
             mask: (4 * n).next_power_of_two().max(16) - 1,
             lower: Partition { lo: 0, hi: lower.0, policy: lower.1, next: 0 },
             upper: Partition { lo: lower.0, hi: n, policy: upper.1, next: lower.0 },
@@ -85,14 +88,14 @@ impl MachTlb {
             h = (h + 1) & self.mask;
         }
         self.index[h] = s as u16 + 1;
+        self.pos[s] = h as u16;
     }
 
     /// Remove slot `s` (still holding its key) from the index: backward-shift deletion.
+    #[inline(always)]
     fn index_remove(&mut self, s: usize) {
-        let mut i = hash(self.keys[s]) & self.mask;
-        while self.index[i] as usize != s + 1 {
-            i = (i + 1) & self.mask;
-        }
+        let mut i = self.pos[s] as usize;
+        debug_assert_eq!(self.index[i] as usize, s + 1);
         let mut j = i;
         loop {
             j = (j + 1) & self.mask;
@@ -105,7 +108,8 @@ impl MachTlb {
             let home = hash(self.keys[e - 1]) & self.mask;
             let stays = if i <= j { i < home && home <= j } else { i < home || home <= j };
             if !stays {
-                self.index[i] = self.index[j];
+                self.index[i] = e as u16;
+                self.pos[e - 1] = i as u16;
                 i = j;
             }
         }
@@ -147,6 +151,14 @@ impl MachTlb {
             self.pfns[s] = pfn;
             return s;
         }
+        self.insert_absent(key, pfn, lower)
+    }
+
+    /// [`MachTlb::insert`] of a key the TLB does not hold (the handlers enter only entries
+    /// that just missed): no lookup first.
+    #[inline]
+    pub fn insert_absent(&mut self, key: u64, pfn: u64, lower: bool) -> usize {
+        debug_assert!(self.find(key).is_none(), "insert_absent of a key held");
         let lower = lower && self.lower.hi > self.lower.lo;
         let pick = {
             let p = if lower { &self.lower } else { &self.upper };
@@ -201,6 +213,11 @@ impl MachTlb {
         let indexed = self.index.iter().filter(|&&e| e != 0).count();
         if indexed != seen.len() || seen.iter().any(|&k| self.find(k).is_none()) {
             return Err("mach TLB: the index does not match the entries".into());
+        }
+        let misplaced = (0..self.keys.len())
+            .any(|s| self.keys[s] != EMPTY && self.index[self.pos[s] as usize] as usize != s + 1);
+        if misplaced {
+            return Err("mach TLB: a slot's bucket is not where the index holds it".into());
         }
         Ok(())
     }
