@@ -71,7 +71,7 @@ MISS_COUNTERS = (
     "mach.misses.l2",
     "mach.misses.l3",
     "mach.misses.invalid",
-    "mach.misses.cascaded",
+    "mach.cascaded",
 )
 
 
