@@ -164,12 +164,15 @@ def speedup_tables(points, rows) -> str:
         xs, sp = series(points, rows, f"granularity-{g}", lambda c, b: 1 - runtime(c) / runtime(b))
         _, tf = series(points, rows, f"granularity-{g}", lambda c, b: c["mach.cycles"] / runtime(c))
         body = [
-            [str(x), pct(tf["tlb-only"][i])] + [pct(sp[s][i]) for s in ("ptlb", "stlb-4k", "ptlb+stlb")]
+            [str(x), pct(tf["tlb-only"][i])]
+            + [pct(sp[s][i]) for s in ("ptlb", "stlb-4k", "ptlb+stlb")]
             + [pct(sp[s][i]) for s in ("stlb-1k", "stlb-2way")]
             for i, x in enumerate(xs)
         ]
         out += f"\n{g.capitalize()} granularity (speed-up = 1 - R_scheme / R_Mach, R of equation 5.1):\n\n"
-        out += md_table(["servers", "Mach: TLB time", "PTLB", "DM 4K", "PTLB+STLB", "DM 1K", "2-way 4K"], body)
+        out += md_table(
+            ["servers", "Mach: TLB time", "PTLB", "DM 4K", "PTLB+STLB", "DM 1K", "2-way 4K"], body
+        )
     return out
 
 
@@ -205,7 +208,7 @@ def chapter5_tables(points, rows) -> tuple[str, dict]:
         r += [f"{pct(sc['delta'], 2)} ({100 * sc['delta_increase']:+.2f})" for sc in ch["scenarios"]]
         body.append(r)
         names = ["R3K-ext", "alpha g=0.8", "alpha best", "alpha gA=.5 gT=1", "alpha gA=.5 gT=.8"]
-        out += head + md_table(["scheme", "S_T", "delta (R3K)"] + names, body)
+        out += head + md_table(["scheme", "S_T", "delta (R3K)", *names], body)
     doc = mm.document_chapter5()
     out += (
         "\nThe document's own (section 5.4-5.5, delta of video_play 3.5%): R3K-ext "
@@ -229,7 +232,7 @@ def plots(points, rows, img: Path, saved: dict) -> list[str]:
 
     img.mkdir(parents=True, exist_ok=True)
     made = []
-    marks = dict(zip(SCHEMES, "os^vDx"))
+    marks = dict(zip(SCHEMES, "os^vDx", strict=True))
 
     def lines(ax, sweep, f, schemes=SCHEMES, scale=1.0):
         xs, ys = series(points, rows, sweep, f)
@@ -257,7 +260,9 @@ def plots(points, rows, img: Path, saved: dict) -> list[str]:
         made.append(name)
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    lines(ax, "servers", lambda c, _b: stlb_hit_rate(c), ("stlb-1k", "stlb-4k", "stlb-2way", "ptlb+stlb"), 100)
+    lines(
+        ax, "servers", lambda c, _b: stlb_hit_rate(c), ("stlb-1k", "stlb-4k", "stlb-2way", "ptlb+stlb"), 100
+    )
     ax.set_xlabel("servers (1 client, 30 words per IPC)")
     ax.set_title("STLB hit rate (%)")
     ax.grid(alpha=0.3)
@@ -268,7 +273,7 @@ def plots(points, rows, img: Path, saved: dict) -> list[str]:
     made.append("mach-stlb-hit-rate.png")
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharey=True)
-    for ax, g, t in zip(axes, ("fine", "medium", "coarse"), ("4.11", "4.12", "4.13")):
+    for ax, g, t in zip(axes, ("fine", "medium", "coarse"), ("4.11", "4.12", "4.13"), strict=True):
         lines(ax, f"granularity-{g}", lambda c, b: 1 - runtime(c) / runtime(b), SCHEMES[1:], 100)
         ax.set_title(f"{g}: speed-up % (Table {t})")
         ax.set_xlabel("servers")
@@ -342,8 +347,12 @@ def main() -> int:
         args.doc.write_text(head + BEGIN + "\n" + text + END + rest.split(END, 1)[1])
         print(f"mach-sweeps: wrote the tables into {args.doc}", file=sys.stderr)
     else:
-        print(f"mach-sweeps: {args.doc} has no {BEGIN} marker; tables in {args.out / 'tables.md'}", file=sys.stderr)
-    json.dump({f"{k[0]}|{k[1]}": v for k, v in rows.items()}, open(args.out / "counts.json", "w"))
+        print(
+            f"mach-sweeps: {args.doc} has no {BEGIN} marker; tables in {args.out / 'tables.md'}",
+            file=sys.stderr,
+        )
+    with open(args.out / "counts.json", "w") as f:
+        json.dump({f"{k[0]}|{k[1]}": v for k, v in rows.items()}, f)
     return 0
 
 

@@ -186,7 +186,7 @@ def test_inputs_from_the_mach_machines_own_counters():
     assert mm.runtime(x) == pytest.approx(1000 + 20 * 24 + 500)
     with pytest.raises(ValueError, match="less than its 30 cache misses at T_C = 24"):
         mm.inputs_from_counts({**c, "mach.loads_hit.DRAM": 30})
-    with pytest.raises(ValueError, match="lack dram.accesses"):
+    with pytest.raises(ValueError, match=r"lack dram\.accesses"):
         mm.inputs_from_counts({k: v for k, v in c.items() if k != "dram.accesses"})
 
 

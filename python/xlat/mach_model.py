@@ -176,7 +176,13 @@ def flatten_counts(d: Mapping[str, Any]) -> dict[str, float]:
 #: What the Mach machine (``[mach]``, docs/mach.md) reports, from which :func:`machine_counts`
 #: derives the model's counters: its TLB-handling cycles, its handlers' loads served by memory
 #: (cache misses), and the memory accesses of every access.
-MACHINE_COUNTERS = ("instructions", "mach.cycles", "mach.loads_hit.DRAM", "dram.accesses", "dram.walk_accesses")
+MACHINE_COUNTERS = (
+    "instructions",
+    "mach.cycles",
+    "mach.loads_hit.DRAM",
+    "dram.accesses",
+    "dram.walk_accesses",
+)
 
 
 def machine_counts(flat: Mapping[str, float], T_C: float = T_C_R3K) -> dict[str, float]:
