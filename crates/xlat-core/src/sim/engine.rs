@@ -228,7 +228,10 @@ impl<V: Variant> Core<V> {
         let r = (kind == 2) as usize;
         if V::DIRECT {
             let (pfn, s) = self.direct::<S>(va, r)?;
-            self.translated::<DATA>(pfn, s as u8, va, kind, Translated::Walk, NO_HINT);
+            debug_assert!(!<V::Observer as AccessObserver>::ACTIVE, "a DIRECT loop has no observer");
+            if DATA {
+                self.data_access_body(pfn, s, va, kind);
+            }
             return Ok(());
         }
         let rbit = (r as u64) << 63;
@@ -290,6 +293,12 @@ impl<V: Variant> Core<V> {
 
     #[inline]
     fn data_access(&mut self, pfn: u64, s: PageSize, va: u64, kind: u8) {
+        self.data_access_body(pfn, s, va, kind)
+    }
+
+    /// [`Core::data_access`], always inline (the `DIRECT` loop's; the others call it).
+    #[inline(always)]
+    fn data_access_body(&mut self, pfn: u64, s: PageSize, va: u64, kind: u8) {
         let pa = (pfn << 12) | (va & (s.bytes() - 1));
         let (hit, lat) = self.caches.access(pa, 0, false);
         let miss = hit == self.caches.levels.len();
