@@ -232,6 +232,13 @@ def plots(points, rows, img: Path, saved: dict) -> list[str]:
 
     img.mkdir(parents=True, exist_ok=True)
     made = []
+
+    def save(fig, name: str) -> None:
+        fig.tight_layout()
+        fig.savefig(img / name, dpi=90)
+        plt.close(fig)
+        made.append(name)
+
     marks = dict(zip(SCHEMES, "os^vDx", strict=True))
 
     def lines(ax, sweep, f, schemes=SCHEMES, scale=1.0):
@@ -253,11 +260,7 @@ def plots(points, rows, img: Path, saved: dict) -> list[str]:
             ax.set_xlabel(xl)
             ax.grid(alpha=0.3)
         a.legend(fontsize=8)
-        fig.tight_layout()
-        name = f"mach-kernel-misses-vs-{tag}.png"
-        fig.savefig(img / name, dpi=90)
-        plt.close(fig)
-        made.append(name)
+        save(fig, f"mach-kernel-misses-vs-{tag}.png")
 
     fig, ax = plt.subplots(figsize=(6, 4))
     lines(
@@ -267,10 +270,7 @@ def plots(points, rows, img: Path, saved: dict) -> list[str]:
     ax.set_title("STLB hit rate (%)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(img / "mach-stlb-hit-rate.png", dpi=90)
-    plt.close(fig)
-    made.append("mach-stlb-hit-rate.png")
+    save(fig, "mach-stlb-hit-rate.png")
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharey=True)
     for ax, g, t in zip(axes, ("fine", "medium", "coarse"), ("4.11", "4.12", "4.13"), strict=True):
@@ -279,10 +279,7 @@ def plots(points, rows, img: Path, saved: dict) -> list[str]:
         ax.set_xlabel("servers")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(img / "mach-speedup.png", dpi=90)
-    plt.close(fig)
-    made.append("mach-speedup.png")
+    save(fig, "mach-speedup.png")
 
     tcs = [float(t) for t in range(8, 201, 4)]
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
@@ -299,10 +296,7 @@ def plots(points, rows, img: Path, saved: dict) -> list[str]:
         ax.set_title(t)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(img / "mach-chapter5.png", dpi=90)
-    plt.close(fig)
-    made.append("mach-chapter5.png")
+    save(fig, "mach-chapter5.png")
     return made
 
 

@@ -38,8 +38,7 @@ fn counts() -> String {
     let mut text = String::new();
     for spec in TRACES {
         let trace = batches(spec);
-        let mut cases: Vec<(String, Vec<String>)> =
-            CONFIGS.iter().map(|c| (c.to_string(), vec![])).collect();
+        let mut cases: Vec<(String, Vec<String>)> = CONFIGS.iter().map(|c| (c.to_string(), vec![])).collect();
         cases.push(("tlb-only".into(), vec!["sim.data_through_caches=false".into()]));
         for (name, sets) in cases {
             let toml = std::fs::read_to_string(dir.join(format!("{name}.toml"))).expect("config");

@@ -16,6 +16,20 @@
 use super::epoch::{EpochController, EpochCx, Epochs};
 use super::observer::{AccessObserver, Observed, Translated, MEMO_HINTS};
 
+/// The miss handler's view of a core's parts (a macro, not a method: the handler itself stays
+/// borrowable beside it).
+macro_rules! miss_cx {
+    ($core:ident) => {
+        MissCx {
+            os: &mut $core.os,
+            caches: &mut $core.caches,
+            backend: &mut $core.backend,
+            mmu: &mut $core.mmu,
+            inval: &mut $core.inval,
+        }
+    };
+}
+
 /// [`Observed::hint`] of an access no memo entry translated.
 const NO_HINT: u8 = (MEMO_HINTS - 1) as u8;
 use super::shape::{AnyShape, SkylakeShape};
@@ -313,13 +327,7 @@ impl<V: Variant> Core<V> {
     /// out of line); no TLB of the MMU to probe or fill.
     #[inline(always)]
     fn direct<S: Shape>(&mut self, va: u64, r: usize) -> Result<(u64, PageSize), SimError> {
-        let mut cx = MissCx {
-            os: &mut self.os,
-            caches: &mut self.caches,
-            backend: &mut self.backend,
-            mmu: &mut self.mmu,
-            inval: &mut self.inval,
-        };
+        let mut cx = miss_cx!(self);
         self.handler.handle::<S, V::Backend>(&mut cx, r, va)
     }
 
@@ -331,13 +339,7 @@ impl<V: Variant> Core<V> {
             Some((l, pfn, s)) => (l, pfn, s),
             None => {
                 let levels = self.mmu.levels(r);
-                let mut cx = MissCx {
-                    os: &mut self.os,
-                    caches: &mut self.caches,
-                    backend: &mut self.backend,
-                    mmu: &mut self.mmu,
-                    inval: &mut self.inval,
-                };
+                let mut cx = miss_cx!(self);
                 let (pfn, s) = self.handler.handle::<S, V::Backend>(&mut cx, r, va)?;
                 if <V::Backend as Backend>::HOOKS {
                     self.backend.walked(va, pfn, s);
