@@ -245,7 +245,13 @@ def plots(points, rows, img: Path, saved: dict) -> list[str]:
         xs, ys = series(points, rows, sweep, f)
         for s in schemes:
             if all(v is not None for v in ys[s]):
-                ax.plot(xs, [scale * v for v in ys[s]], marker=marks[s], label=LABEL[s])
+                ax.plot(
+                    xs,
+                    [scale * v for v in ys[s]],
+                    marker=marks[s],
+                    color=f"C{SCHEMES.index(s)}",
+                    label=LABEL[s],
+                )
 
     for sweep, xl, tag, fig_m, fig_p in (
         ("servers", "servers (1 client, 30 words per IPC)", "servers", "4-5", "4-6"),
