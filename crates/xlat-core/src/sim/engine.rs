@@ -16,6 +16,20 @@
 use super::epoch::{EpochController, EpochCx, Epochs};
 use super::observer::{AccessObserver, Observed, Translated, MEMO_HINTS};
 
+/// The miss handler's view of a core's parts (a macro, not a method: the handler itself stays
+/// borrowable beside it).
+macro_rules! miss_cx {
+    ($core:ident) => {
+        MissCx {
+            os: &mut $core.os,
+            caches: &mut $core.caches,
+            backend: &mut $core.backend,
+            mmu: &mut $core.mmu,
+            inval: &mut $core.inval,
+        }
+    };
+}
+
 /// [`Observed::hint`] of an access no memo entry translated.
 const NO_HINT: u8 = (MEMO_HINTS - 1) as u8;
 use super::shape::{AnyShape, SkylakeShape};
@@ -40,6 +54,10 @@ pub trait Variant: 'static {
     /// Whether first-level hits count their LRU distance (Lite, seed 000 section 5.4.2; hits
     /// through the memo of first-level hits are MRU re-hits, distance 0, which Lite never reads).
     const LITE: bool = false;
+    /// Whether the miss handler translates every access itself (it holds the only TLB: `[mach]`,
+    /// no page TLBs in the MMU): the loop then calls it straight away, with no first-level
+    /// probe, memo, deep probe or fill (all empty there).
+    const DIRECT: bool = false;
 }
 
 /// The plain configuration: the radix walker, one DRAM, no observer, page TLBs only.
@@ -96,6 +114,7 @@ impl Variant for MachLoop {
     type Backend = Dram;
     type Observer = super::observer::NoObserver;
     const RANGES: bool = false;
+    const DIRECT: bool = true;
 }
 
 /// A hybrid DRAM/NVM memory (`[hybrid]`): the radix walker, the hybrid backend (its own
@@ -221,6 +240,14 @@ impl<V: Variant> Core<V> {
     fn access<const DATA: bool, const MEMO: bool, S: Shape>(&mut self, va: u64, kind: u8) -> Result<(), SimError> {
         let va = va & self.va_mask;
         let r = (kind == 2) as usize;
+        if V::DIRECT {
+            let (pfn, s) = self.direct::<S>(va, r)?;
+            debug_assert!(!<V::Observer as AccessObserver>::ACTIVE, "a DIRECT loop has no observer");
+            if DATA {
+                self.data_access_body(pfn, s, va, kind);
+            }
+            return Ok(());
+        }
         let rbit = (r as u64) << 63;
         if let Some(j) = if MEMO { self.mmu.memo_hit(va, rbit) } else { None } {
             if DATA || <V::Observer as AccessObserver>::ACTIVE {
@@ -280,6 +307,12 @@ impl<V: Variant> Core<V> {
 
     #[inline]
     fn data_access(&mut self, pfn: u64, s: PageSize, va: u64, kind: u8) {
+        self.data_access_body(pfn, s, va, kind)
+    }
+
+    /// [`Core::data_access`], always inline (the `DIRECT` loop's; the others call it).
+    #[inline(always)]
+    fn data_access_body(&mut self, pfn: u64, s: PageSize, va: u64, kind: u8) {
         let pa = (pfn << 12) | (va & (s.bytes() - 1));
         let (hit, lat) = self.caches.access(pa, 0, false);
         let miss = hit == self.caches.levels.len();
@@ -290,6 +323,14 @@ impl<V: Variant> Core<V> {
         self.data_cycles += lat;
     }
 
+    /// [`Variant::DIRECT`]: the handler translates `va` (its TLB hit inline, its miss handlers
+    /// out of line); no TLB of the MMU to probe or fill.
+    #[inline(always)]
+    fn direct<S: Shape>(&mut self, va: u64, r: usize) -> Result<(u64, PageSize), SimError> {
+        let mut cx = miss_cx!(self);
+        self.handler.handle::<S, V::Backend>(&mut cx, r, va)
+    }
+
     /// Every first-level TLB missed: the deeper levels, then the miss handler; fill the levels
     /// above the one that translated.
     #[inline(never)]
@@ -298,13 +339,7 @@ impl<V: Variant> Core<V> {
             Some((l, pfn, s)) => (l, pfn, s),
             None => {
                 let levels = self.mmu.levels(r);
-                let mut cx = MissCx {
-                    os: &mut self.os,
-                    caches: &mut self.caches,
-                    backend: &mut self.backend,
-                    mmu: &mut self.mmu,
-                    inval: &mut self.inval,
-                };
+                let mut cx = miss_cx!(self);
                 let (pfn, s) = self.handler.handle::<S, V::Backend>(&mut cx, r, va)?;
                 if <V::Backend as Backend>::HOOKS {
                     self.backend.walked(va, pfn, s);
@@ -400,7 +435,7 @@ impl<V: Variant> Core<V> {
             // Turn prefetching on when more than 1 access in 32 walked.
             self.prefetching = (self.handler.misses() - walks0) * 32 > n;
             // The memo off when more than 1 access in 8 missed the first level.
-            self.mmu.set_memo((self.mmu.first_misses() - misses0) * 8 <= n);
+            self.mmu.set_memo(!V::DIRECT && (self.mmu.first_misses() - misses0) * 8 <= n);
             i = chunk_end;
         }
         Ok(())

@@ -217,6 +217,7 @@ impl MachHandler {
     }
 
     /// A handler's load of physical address `pa` through the caches; its latency.
+    #[inline(always)]
     fn load<B: Backend>(&mut self, cx: &mut MissCx<'_, B>, pa: u64) -> u64 {
         let (hit, lat) = cx.walk_load(pa);
         self.loads_at[hit] += 1;
@@ -261,7 +262,7 @@ impl MachHandler {
                     self.c.stlb_hit[kind]
                 };
                 self.cycles[kind] += cost;
-                self.tlb.insert(key, p.pfn, lower);
+                self.tlb.insert_absent(key, p.pfn, lower);
                 return p.pfn;
             }
             self.stlb_misses += 1;
@@ -275,7 +276,7 @@ impl MachHandler {
             self.kernel_pa(cx, kpte, L3)
         };
         self.load(cx, entry_pa);
-        self.tlb.insert(key, pfn, lower);
+        self.tlb.insert_absent(key, pfn, lower);
         if let Some(st) = &mut self.stlb {
             let pa = st.store(key, index, pfn);
             self.load(cx, pa);
@@ -309,7 +310,12 @@ impl MachHandler {
     fn l1u<B: Backend>(&mut self, cx: &mut MissCx<'_, B>, va: u64, key: u64) -> Result<u64, SimError> {
         self.direct[L1U] += 1;
         let upte = self.upte_va(va, self.tag);
-        let pa = self.kernel_pa(cx, upte, L2);
+        // (kernel_pa, inline: it is recursive through `generic`, so never inlined itself.)
+        let pfn = match self.tlb.lookup(Self::key(upte, 0)) {
+            Some(p) => p,
+            None => self.generic(cx, L2, upte, true),
+        };
+        let pa = (pfn << 12) | (upte & 0xFFF);
         let lat = self.load(cx, pa);
         self.cycles[L1U] += self.c.l1u + lat;
         let (pfn, size) = match cx.os.translate(va) {
@@ -324,7 +330,7 @@ impl MachHandler {
             }
         };
         let pfn = pfn + ((va >> 12) & (size.bytes() / 4096 - 1));
-        self.tlb.insert(key, pfn, false);
+        self.tlb.insert_absent(key, pfn, false);
         Ok(pfn)
     }
 
@@ -390,7 +396,7 @@ impl MachHandler {
         }
         match p.way {
             Some(_) => {
-                self.tlb.insert(key, p.pfn, lower);
+                self.tlb.insert_absent(key, p.pfn, lower);
                 self.ptlb_prefetches += 1;
                 self.ptlb_cycles += self.c.prefetch;
             }

@@ -5,13 +5,16 @@
 //!
 //! An entry's key is its virtual page number shifted left 16 bits, or'ed with its address-space
 //! tag (0 for kernel pages: the MIPS global bit). Lookups go through an index from key to slot
-//! (open addressing, linear probing, at most a quarter full), kept exact on every insert and
-//! eviction, so that a lookup is one or two probes however many entries the TLB has.
+//! (hash chains: a head slot per bucket, at least four buckets per entry, each slot linked to
+//! the next and previous of its bucket), kept exact on every insert and eviction, so that a
+//! lookup is one or two probes however many entries the TLB has, and an eviction a few stores.
 
 use crate::config::PartitionPolicy;
 
 /// No entry.
 pub const EMPTY: u64 = u64::MAX;
+/// No slot (the end of a hash chain).
+const NIL: u16 = u16::MAX;
 
 /// One partition: slots `lo..hi`, its policy, its FIFO pointer.
 #[derive(Debug, Clone)]
@@ -27,8 +30,11 @@ struct Partition {
 pub struct MachTlb {
     keys: Vec<u64>,
     pfns: Vec<u64>,
-    /// Slot + 1 of each key, by hash (0: none); `mask + 1` buckets.
-    index: Vec<u16>,
+    /// The first slot of each bucket's chain (`NIL`: none); `mask + 1` buckets.
+    head: Vec<u16>,
+    /// Each slot's next and previous slot in its bucket's chain (valid while it holds a key).
+    next: Vec<u16>,
+    prev: Vec<u16>,
     mask: usize,
     upper: Partition,
     lower: Partition,
@@ -50,7 +56,9 @@ impl MachTlb {
         MachTlb {
             keys: vec![EMPTY; n],
             pfns: vec![0; n],
-            index: vec![0; (4 * n).next_power_of_two().max(16)],
+            head: vec![NIL; (4 * n).next_power_of_two().max(16)],
+            next: vec![NIL; n],
+            prev: vec![NIL; n],
             mask: (4 * n).next_power_of_two().max(16) - 1,
             lower: Partition { lo: 0, hi: lower.0, policy: lower.1, next: 0 },
             upper: Partition { lo: lower.0, hi: n, policy: upper.1, next: lower.0 },
@@ -65,49 +73,40 @@ impl MachTlb {
     /// The slot holding `key`, without counting.
     #[inline(always)]
     pub fn find(&self, key: u64) -> Option<usize> {
-        let mut h = hash(key) & self.mask;
-        loop {
-            let e = self.index[h] as usize;
-            if e == 0 {
-                return None;
+        let mut e = self.head[hash(key) & self.mask];
+        while e != NIL {
+            if self.keys[e as usize] == key {
+                return Some(e as usize);
             }
-            if self.keys[e - 1] == key {
-                return Some(e - 1);
-            }
-            h = (h + 1) & self.mask;
+            e = self.next[e as usize];
         }
+        None
     }
 
-    /// Enter slot `s` (holding its new key) in the index.
+    /// Enter slot `s` (holding its new key) at the head of its bucket's chain.
+    #[inline(always)]
     fn index_insert(&mut self, s: usize) {
-        let mut h = hash(self.keys[s]) & self.mask;
-        while self.index[h] != 0 {
-            h = (h + 1) & self.mask;
+        let h = hash(self.keys[s]) & self.mask;
+        let first = self.head[h];
+        self.next[s] = first;
+        self.prev[s] = NIL;
+        if first != NIL {
+            self.prev[first as usize] = s as u16;
         }
-        self.index[h] = s as u16 + 1;
+        self.head[h] = s as u16;
     }
 
-    /// Remove slot `s` (still holding its key) from the index: backward-shift deletion.
+    /// Unlink slot `s` (still holding its key) from its bucket's chain.
+    #[inline(always)]
     fn index_remove(&mut self, s: usize) {
-        let mut i = hash(self.keys[s]) & self.mask;
-        while self.index[i] as usize != s + 1 {
-            i = (i + 1) & self.mask;
+        let (p, n) = (self.prev[s], self.next[s]);
+        if p == NIL {
+            self.head[hash(self.keys[s]) & self.mask] = n;
+        } else {
+            self.next[p as usize] = n;
         }
-        let mut j = i;
-        loop {
-            j = (j + 1) & self.mask;
-            let e = self.index[j] as usize;
-            if e == 0 {
-                self.index[i] = 0;
-                return;
-            }
-            // The entry at j may move to i unless its home lies cyclically in (i, j].
-            let home = hash(self.keys[e - 1]) & self.mask;
-            let stays = if i <= j { i < home && home <= j } else { i < home || home <= j };
-            if !stays {
-                self.index[i] = self.index[j];
-                i = j;
-            }
+        if n != NIL {
+            self.prev[n as usize] = p;
         }
     }
 
@@ -147,6 +146,14 @@ impl MachTlb {
             self.pfns[s] = pfn;
             return s;
         }
+        self.insert_absent(key, pfn, lower)
+    }
+
+    /// [`MachTlb::insert`] of a key the TLB does not hold (the handlers enter only entries
+    /// that just missed): no lookup first.
+    #[inline]
+    pub fn insert_absent(&mut self, key: u64, pfn: u64, lower: bool) -> usize {
+        debug_assert!(self.find(key).is_none(), "insert_absent of a key held");
         let lower = lower && self.lower.hi > self.lower.lo;
         let pick = {
             let p = if lower { &self.lower } else { &self.upper };
@@ -198,8 +205,20 @@ impl MachTlb {
         if seen.windows(2).any(|w| w[0] == w[1]) {
             return Err("mach TLB: a key held twice".into());
         }
-        let indexed = self.index.iter().filter(|&&e| e != 0).count();
-        if indexed != seen.len() || seen.iter().any(|&k| self.find(k).is_none()) {
+        // Every chain: slots of its bucket, linked both ways; together, every entry once.
+        let mut chained = 0;
+        for (h, &first) in self.head.iter().enumerate() {
+            let (mut e, mut before) = (first, NIL);
+            while e != NIL {
+                let k = self.keys[e as usize];
+                if k == EMPTY || hash(k) & self.mask != h || self.prev[e as usize] != before || chained > seen.len() {
+                    return Err("mach TLB: a hash chain does not match the entries".into());
+                }
+                chained += 1;
+                (before, e) = (e, self.next[e as usize]);
+            }
+        }
+        if chained != seen.len() || seen.iter().any(|&k| self.find(k).is_none()) {
             return Err("mach TLB: the index does not match the entries".into());
         }
         Ok(())
