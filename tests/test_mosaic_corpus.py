@@ -86,6 +86,50 @@ def test_madvise_on_pool_memory_behaves_as_natively(layout_name, progs, hugepage
     assert len(reports) == 1 and reports[0].honoured, text
 
 
+def _reuse_faults(stdout: bytes) -> dict[str, dict[str, int]]:
+    """reuse_faults' lines ``CYCLE faults N same-page S zero-after-dontneed Z`` by cycle."""
+    out = {}
+    for line in stdout.decode().splitlines():
+        w = line.split()
+        if len(w) == 7 and w[1] == "faults":
+            out[w[0]] = {"faults": int(w[2]), "same_page": int(w[4]), "zeroed": int(w[6])}
+        elif "nonzero-before-write" in line:
+            assert w[-1] == "0", line  # a reused range reads as zeros, as a fresh mapping would
+    assert set(out) == {"malloc", "mmap", "brk"}, stdout
+    return out
+
+
+PAGES_64M = 64 * MIB // 4096
+
+
+@pytest.mark.parametrize("layout_name", ["all-4KB", "all-2MB", "all-2MB-thp"])
+def test_keep_freed_reuse_takes_no_page_faults(layout_name, progs, hugepages, tmp_path, monkeypatch):
+    """XLAT_MOSAIC_KEEP_FREED (``--keep-freed``): 64 MiB freed (free, munmap, a brk shrink) and
+    written again once reallocated faults nothing in, where natively and by default every 4KB page
+    faults again (counted with getrusage's ru_minflt); a reused range still reads as zeros, and the
+    program's own MADV_DONTNEED still zeroes.  MALLOC_CONF=dirty_decay_ms:0 asks jemalloc to purge
+    at once: the option must hold even then."""
+    layout, mode = _layout(layout_name)
+    _skip_if_no_thp(mode)
+    if mode == "hugetlb":
+        require(layout, hugepages)
+    monkeypatch.setenv("MALLOC_CONF", "dirty_decay_ms:0")
+    native = _reuse_faults(_native([progs["reuse_faults"]]).stdout)
+    for cycle in native.values():  # the kernel faults every page in again
+        assert cycle["faults"] >= PAGES_64M * 0.99 and cycle["zeroed"] == 1
+    rc, out, text, reports = _mosaic(layout, mode, [progs["reuse_faults"]], tmp_path, keep_freed=True)
+    assert rc == 0 and reports[0].honoured, text
+    kept = _reuse_faults(out)
+    for name, cycle in kept.items():
+        assert cycle == {"faults": 0, "same_page": 1, "zeroed": 1}, (name, cycle)
+    if layout_name == "all-4KB":
+        # without the option, the allocator gives the 4KB pages back as the kernel would
+        rc, out, text, _ = _mosaic(layout, mode, [progs["reuse_faults"]], tmp_path)
+        assert rc == 0, text
+        for name, cycle in _reuse_faults(out).items():
+            assert cycle["faults"] >= PAGES_64M * 0.99 and cycle["zeroed"] == 1, (name, cycle)
+
+
 # ---- 2. realloc growth stays close to the program's footprint -----------------------------------
 
 

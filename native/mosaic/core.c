@@ -34,6 +34,11 @@ static volatile pid_t init_tid;
  * at the heap's break: realloc growth at the top of the heap stays in place (docs/mosaic.md has the
  * figures).  dalloc still opts out, so freed extents are kept ("retained") and reused all the same. */
 const char *mos_je_malloc_conf = "oversize_threshold:0,muzzy_decay_ms:0,retain:false";
+/* With XLAT_MOSAIC_KEEP_FREED, dirty pages never decay (dirty_decay_ms:-1, as glibc with trimming
+ * off, which is how Mosalloc ran it), and the purge hook refuses: freed memory stays populated.  Set
+ * before jemalloc starts, which is when it reads its options (a MALLOC_CONF in the environment is
+ * read after this and may change the decay, but never makes the hook purge). */
+static const char keep_freed_conf[] = "oversize_threshold:0,muzzy_decay_ms:0,retain:false,dirty_decay_ms:-1";
 
 /* ---- extent hooks -------------------------------------------------------------------------------- */
 
@@ -63,6 +68,7 @@ static bool ext_decommit(extent_hooks_t *h, void *a, size_t s, size_t o, size_t 
 }
 static bool ext_purge_forced(extent_hooks_t *h, void *a, size_t s, size_t o, size_t l, unsigned i) {
   (void)h, (void)s, (void)i;
+  if (mos_cfg.keep_freed) return true; /* opt out: freed memory stays populated */
   return !mos_heap_purge((char *)a + o, l);
 }
 static bool ext_split(extent_hooks_t *h, void *a, size_t s, size_t sa, size_t sb, bool c, unsigned i) {
@@ -186,6 +192,7 @@ void mos_init_slow(void) {
     init_tid = mos_os_gettid();
     mos_fatal_hook = report_fatal;
     mos_options_load(&mos_cfg);
+    if (mos_cfg.keep_freed) mos_je_malloc_conf = keep_freed_conf;
     mos_pools_map(&mos_cfg);
     __sync_synchronize();
     mos_pools_ready = 1;

@@ -74,6 +74,11 @@ typedef struct mos_config {
   int mode;         /* enum mos_mode */
   bool best_effort; /* degrade unavailable huge windows to 4KB instead of failing */
   bool verbose;
+  /* XLAT_MOSAIC_KEEP_FREED=1: memory the program frees stays populated, as in Mosalloc's pools
+   * (glibc with trimming off): jemalloc never purges, and pool ranges given back (munmap, a brk
+   * shrink) are zeroed in place instead of dropped with MADV_DONTNEED, so reusing them faults
+   * nothing in.  The program's own madvise keeps its semantics (advise.c). */
+  bool keep_freed;
   const char *report_dir; /* where map.<pid> and smaps.<pid> are written, or NULL */
   mos_pool_t pool[MOS_NPOOLS];
 } mos_config_t;

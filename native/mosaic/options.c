@@ -9,6 +9,7 @@
  *   XLAT_MOSAIC_HEAP="SIZE [OFF:LEN:PAGE]..."  pool size and windows, all in bytes, space separated
  *   XLAT_MOSAIC_ANON=...  XLAT_MOSAIC_FILE=SIZE    (the file pool takes no windows)
  *   XLAT_MOSAIC_BEST_EFFORT=0|1           degrade unavailable huge windows to 4KB instead of failing
+ *   XLAT_MOSAIC_KEEP_FREED=0|1            freed pool memory stays populated (no purging, zeroed in place)
  *   XLAT_MOSAIC_REPORT=DIR                write DIR/map.PID at start and DIR/smaps.PID at exit
  *   XLAT_MOSAIC_VERBOSE=0|1               print what was mapped on stderr
  */
@@ -179,6 +180,7 @@ void mos_options_load(mos_config_t *cfg) {
     bad("XLAT_MOSAIC_MODE", " must be hugetlb or thp.");
   cfg->best_effort = env_flag("XLAT_MOSAIC_BEST_EFFORT");
   cfg->verbose = env_flag("XLAT_MOSAIC_VERBOSE");
+  cfg->keep_freed = env_flag("XLAT_MOSAIC_KEEP_FREED");
 
   static const struct {
     const char *var, *name;

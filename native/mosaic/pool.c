@@ -247,7 +247,20 @@ void mos_zero_range(mos_pool_t *p, uintptr_t a, uintptr_t b) {
   }
 }
 
-/* Zero [a,b) and make it read-write again, as if freshly mapped; a and b are 4KiB aligned. */
+/* Zero [a,b) keeping every resident page populated (XLAT_MOSAIC_KEEP_FREED): resident pages are
+ * written with zeros in place, untouched ones already read as zero. */
+static void zero_kept(mos_pool_t *p, uintptr_t a, uintptr_t b) {
+  while (a < b) {
+    uintptr_t e = piece_end(p, a, b);
+    const mos_window_t *w = window_at(p, a);
+    zero_resident(a, e, w && w->backing == MOS_BACK_HUGETLB ? w->page : MOS_PAGE_4K);
+    a = e;
+  }
+}
+
+/* Zero [a,b) and make it read-write again, as if freshly mapped; a and b are 4KiB aligned.  The
+ * memory is dropped where that keeps page sizes (mos_zero_range), or zeroed in place with
+ * XLAT_MOSAIC_KEEP_FREED. */
 static void release(mos_pool_t *p, uintptr_t a, uintptr_t b) {
   uintptr_t s = a;
   while (s < b) {
@@ -262,7 +275,8 @@ static void release(mos_pool_t *p, uintptr_t a, uintptr_t b) {
     }
     s = e;
   }
-  mos_zero_range(p, a, b);
+  if (mos_cfg.keep_freed) zero_kept(p, a, b);
+  else mos_zero_range(p, a, b);
 }
 
 /* ---- mapping the pools at start ---------------------------------------------------------------- */
