@@ -149,6 +149,7 @@ static void warn_if_no_cow_headroom(void) {
 
 static void mos_postfork_child(void) {
   mos_pools_reinit_locks();
+  mos_cfg.cpu_start_ns = 0; /* a new process: its CPU time starts at 0 */
   /* the child's own map file, so that a child killed before it exits is still seen by --verify
    * (exit status unknown); it has no status yet, whatever its parent recorded */
   mos_exit_status = -1;
@@ -205,6 +206,7 @@ void mos_init_slow(void) {
     /* Starting jemalloc maps its bootstrap memory (base metadata, arena 0's first extents) with
      * its default hooks; mos_mmap_bootstrap puts those mappings in the heap pool too. */
     attach_jemalloc();
+    mos_cfg.cpu_start_ns = mos_os_cpu_ns();
     __sync_synchronize();
     mos_state = 2;
     /* the exit status, for the report: on_exit handlers get it from exit() and from main's return
@@ -283,7 +285,7 @@ void mos_report_exec(const char *target) {
 
 /* The header of a map file: which process (pid, parent, executable), the mode, what happened
  * (start, exit, demand, fatal) and, once known, the exit status. */
-static void report_header(outbuf_t *o, pid_t pid, const char *event) {
+static void report_header(outbuf_t *o, pid_t pid, const char *event, unsigned long long cpu_ns) {
   ob_str(o, "# xlat mosaic map v1: pool NAME START SIZE BRK FALLBACK_BYTES FALLBACK_COUNT HIGH_WATER; "
             "window POOL OFFSET LENGTH PAGE BACKING START\n");
   ob_str(o, "pid ");
@@ -307,6 +309,12 @@ static void report_header(outbuf_t *o, pid_t pid, const char *event) {
     ob_str(o, "\nstatus ");
     ob_u64(o, (uint64_t)mos_exit_status);
   }
+  ob_str(o, "\ncpu_start_ns ");
+  ob_u64(o, mos_cfg.cpu_start_ns);
+  if (cpu_ns) {
+    ob_str(o, "\ncpu_ns ");
+    ob_u64(o, cpu_ns);
+  }
   if (!strcmp(event, "exec") && exec_target[0]) {
     ob_str(o, "\ntarget ");
     ob_str(o, exec_target);
@@ -324,7 +332,7 @@ static void report_fatal(const char *sentence) {
   o.fd = open_report("map", pid);
   if (o.fd < 0) return;
   mos_exit_status = 127;
-  report_header(&o, pid, "fatal");
+  report_header(&o, pid, "fatal", 0);
   ob_str(&o, "message ");
   ob_str(&o, sentence);
   ob_str(&o, "\n");
@@ -337,12 +345,14 @@ static void report_fatal(const char *sentence) {
  * "exit" or "demand" (map and smaps). */
 void mos_report_write(const char *what) {
   if (!mos_cfg.report_dir || mos_state != 2) return;
+  /* the CPU time at the event, before writing the report costs any (exit and demand events) */
+  unsigned long long cpu_ns = what && strcmp(what, "exec") ? mos_os_cpu_ns() : 0;
   pid_t pid = mos_os_getpid();
   outbuf_t o;
   o.n = 0;
   o.fd = open_report("map", pid);
   if (o.fd < 0) return;
-  report_header(&o, pid, what ? what : "start");
+  report_header(&o, pid, what ? what : "start", cpu_ns);
   for (int i = 0; i < MOS_NPOOLS; i++) {
     mos_pool_t *p = &mos_cfg.pool[i];
     ob_str(&o, "pool ");

@@ -68,6 +68,7 @@ typedef struct mos_pool {
   size_t fallback_bytes; /* requests the pool could not serve, given to the kernel instead */
   unsigned long fallback_count;
   size_t high_water;     /* highest offset ever handed out */
+  size_t prefault;       /* bytes from the start populated at start-up (XLAT_MOSAIC_PREFAULT) */
 } mos_pool_t;
 
 typedef struct mos_config {
@@ -80,6 +81,9 @@ typedef struct mos_config {
    * nothing in.  The program's own madvise keeps its semantics (advise.c). */
   bool keep_freed;
   const char *report_dir; /* where map.<pid> and smaps.<pid> are written, or NULL */
+  /* CPU time of the process when start-up ended (pools mapped and prefaulted, jemalloc attached):
+   * reported, so that a timing can leave start-up out (xlat experiment's "work" runtime) */
+  unsigned long long cpu_start_ns;
   mos_pool_t pool[MOS_NPOOLS];
 } mos_config_t;
 

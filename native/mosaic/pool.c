@@ -337,8 +337,18 @@ static void map_pool(mos_config_t *cfg, mos_pool_t *p) {
   if (p->kind == MOS_ANON) rs_insert(&p->free, start, start + p->size);
 }
 
+/* Fault in [a, a+len) of a freshly mapped pool (zero pages, so nothing the program sees changes):
+ * MADV_POPULATE_WRITE (Linux 5.14), or a write to every 4KiB page where the kernel lacks it. */
+static void prefault(uintptr_t a, size_t len) {
+  if (!len || mos_os_madvise((void *)a, len, MADV_POPULATE_WRITE) == 0) return;
+  for (uintptr_t x = a; x < a + len; x += MOS_PAGE_4K) *(volatile char *)x = 0;
+}
+
 void mos_pools_map(mos_config_t *cfg) {
-  for (int i = 0; i < MOS_NPOOLS; i++) map_pool(cfg, &cfg->pool[i]);
+  for (int i = 0; i < MOS_NPOOLS; i++) {
+    map_pool(cfg, &cfg->pool[i]);
+    if (cfg->pool[i].kind != MOS_FILE) prefault(cfg->pool[i].start, up(cfg->pool[i].prefault, MOS_PAGE_4K));
+  }
 }
 
 mos_pool_t *mos_pool_of(uintptr_t addr) {
