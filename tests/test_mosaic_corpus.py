@@ -134,29 +134,56 @@ def test_keep_freed_reuse_takes_no_page_faults(layout_name, progs, hugepages, tm
 
 
 # Prints the process's peak resident set (VmHWM, KiB) to stderr.
-PEAK = "; import sys; print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')), file=sys.stderr)"
-GROW = "import array; a = array.array('q', range(60_000_000)); print(sum(a[::4096]))"
+PEAK = "\nimport sys; print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')), file=sys.stderr)"
+# The realloc-grown arrays of docs/mosaic.md's table: (program, native peak RSS bounds in MiB, output)
+GROWN = {
+    "array-60M": ("import array; a = array.array('q', range(60_000_000)); print(sum(a[::4096]))", (460, 700), b"439456874496\n"),
+    "array-20M": ("import array; a = array.array('q', range(20_000_000)); print(sum(a[::4096]))", (155, 300), b"48821874688\n"),
+    "bytearray-200MiB": ("b = bytearray()\nfor i in range(200): b += bytes([i % 251]) * (1 << 20)\nprint(sum(b[::65536]))", (200, 350), b"318400\n"),
+}
 
 
-def test_realloc_growth_pool_use_within_native_peak_rss(lib, tmp_path):
-    """The command of issue 17: an array grown element by element to 480MB (realloc by 1/16 each
-    time).  Natively its peak RSS is about 471MiB; the pools it reaches must stay within 1.25x of
-    that (before the fix the heap pool ran out at 3GiB: MemoryError)."""
+@pytest.mark.parametrize("name", GROWN)
+def test_realloc_growth_pool_use_within_native_peak_rss(name, lib, tmp_path):
+    """Arrays grown by realloc (Python's array by 1/16 at a time, a bytearray by 1 MiB): the pools
+    they reach must stay within 1.25x of the native run's peak RSS.  The 60M-element array is the
+    command of issue 17 (before the fix the heap pool ran out at 3GiB: MemoryError); the 20M one
+    ended 162 MiB into a 192 MiB jemalloc size class (1.37x) before blocks grown by realloc were
+    kept at page granularity (big.c)."""
     _skip_if_no_thp("thp")
+    code, (lo, hi), expected = GROWN[name]
     # The peak is the child's own VmHWM: ru_maxrss from wait4 would also count the pages of this
     # (pytest) process that the child held between fork and exec.
-    native = subprocess.run([sys.executable, "-c", GROW + PEAK], capture_output=True, check=True)
-    out_native = native.stdout
+    native = subprocess.run([sys.executable, "-c", code + PEAK], capture_output=True, check=True)
     peak = int(native.stderr) * 1024
-    assert 460 * MIB < peak < 700 * MIB  # 60M x 8 bytes, plus the interpreter
+    assert lo * MIB < peak < hi * MIB
     rc, out, text, reports = _mosaic(
-        load_layout(LAYOUTS / "all-2MB.toml"), "thp", [sys.executable, "-c", GROW], tmp_path
+        load_layout(LAYOUTS / "all-2MB.toml"), "thp", [sys.executable, "-c", code], tmp_path
     )
     assert rc == 0, text
-    assert out == out_native == b"439456874496\n"
+    assert out == native.stdout == expected
     (rep,) = reports
     used = rep.used["heap"] + rep.used["anon"]
     assert used <= 1.25 * peak, f"pools reached {used / MIB:.0f}MiB, native peak RSS {peak / MIB:.0f}MiB"
+
+
+@pytest.mark.parametrize("keep_freed", [False, True])
+@pytest.mark.parametrize("layout_name", ["all-4KB", "all-2MB", "all-2MB-thp"])
+def test_realloc_grown_blocks_behave_as_natively(layout_name, keep_freed, progs, hugepages, tmp_path):
+    """Blocks grown past 1 MiB by realloc leave jemalloc for page-granular blocks (big.c): one grown
+    in place at the heap's top, two grown in turn (they move and leave holes), shrinking below
+    1 MiB, realloc(p, 0), calloc over the holes (zeros, with and without keep_freed, where holes
+    keep old data), two threads at once: the output is the native run's, and the layout held."""
+    layout, mode = _layout(layout_name)
+    _skip_if_no_thp(mode)
+    if mode == "hugetlb":
+        require(layout, hugepages)
+    native = _native([progs["realloc_big"]])
+    assert native.returncode == 0 and native.stdout.endswith(b"all ok\n"), native.stdout
+    rc, out, text, reports = _mosaic(layout, mode, [progs["realloc_big"]], tmp_path, keep_freed=keep_freed)
+    assert rc == 0, text
+    assert out == native.stdout
+    assert reports[0].honoured, text
 
 
 # ---- 3. settings copied at start-up ------------------------------------------------------------

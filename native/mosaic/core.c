@@ -45,9 +45,11 @@ static const char keep_freed_conf[] = "oversize_threshold:0,muzzy_decay_ms:0,ret
 static void *ext_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t alignment, bool *zero, bool *commit,
                        unsigned arena) {
   (void)h, (void)arena;
-  void *p = mos_heap_extend(size, alignment, new_addr);
+  bool zeroed;
+  void *p = mos_heap_take(size, alignment, new_addr, &zeroed);
   if (!p) return NULL;
-  *zero = true; /* fresh, or zeroed when it was given back by a brk shrink */
+  if (*zero && !zeroed) memset(p, 0, size); /* a kept hole (XLAT_MOSAIC_KEEP_FREED) asked to be zero */
+  *zero = zeroed || *zero; /* fresh, zeroed when it became a hole, or just now */
   *commit = true;
   return p;
 }
@@ -169,7 +171,9 @@ void *mos_mmap_bootstrap(void *addr, size_t len, int prot, int flags, int fd, of
   if (mos_pools_ready && mos_init_by_me() && addr == NULL && len >= MOS_PAGE_2M && (flags & MAP_ANONYMOUS) &&
       (flags & MAP_TYPE) == MAP_PRIVATE &&
       !(flags & (MAP_FIXED | MAP_HUGETLB)) && prot == (PROT_READ | PROT_WRITE)) {
-    void *p = mos_heap_extend((len + MOS_PAGE_4K - 1) & ~(MOS_PAGE_4K - 1), MOS_PAGE_2M, NULL);
+    bool zeroed;
+    void *p = mos_heap_take(mos_up(len, MOS_PAGE_4K), MOS_PAGE_2M, NULL, &zeroed);
+    if (p && !zeroed) memset(p, 0, len); /* as from mmap */
     if (p) return p;
   }
   return mos_os_mmap(addr, len, prot, flags, fd, off);
