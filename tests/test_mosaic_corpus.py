@@ -137,9 +137,21 @@ def test_keep_freed_reuse_takes_no_page_faults(layout_name, progs, hugepages, tm
 PEAK = "\nimport sys; print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')), file=sys.stderr)"
 # The realloc-grown arrays of docs/mosaic.md's table: (program, native peak RSS bounds in MiB, output)
 GROWN = {
-    "array-60M": ("import array; a = array.array('q', range(60_000_000)); print(sum(a[::4096]))", (460, 700), b"439456874496\n"),
-    "array-20M": ("import array; a = array.array('q', range(20_000_000)); print(sum(a[::4096]))", (155, 300), b"48821874688\n"),
-    "bytearray-200MiB": ("b = bytearray()\nfor i in range(200): b += bytes([i % 251]) * (1 << 20)\nprint(sum(b[::65536]))", (200, 350), b"318400\n"),
+    "array-60M": (
+        "import array; a = array.array('q', range(60_000_000)); print(sum(a[::4096]))",
+        (460, 700),
+        b"439456874496\n",
+    ),
+    "array-20M": (
+        "import array; a = array.array('q', range(20_000_000)); print(sum(a[::4096]))",
+        (155, 300),
+        b"48821874688\n",
+    ),
+    "bytearray-200MiB": (
+        "b = bytearray()\nfor i in range(200): b += bytes([i % 251]) * (1 << 20)\nprint(sum(b[::65536]))",
+        (200, 350),
+        b"318400\n",
+    ),
 }
 
 

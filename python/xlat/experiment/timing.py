@@ -26,7 +26,9 @@ def prefault_env(traced_pools: dict[str, dict[str, int]]) -> dict[str, str]:
     """``XLAT_MOSAIC_PREFAULT`` for the timed runs: the part of the heap and anon pools the traced
     run used (its high-water marks), populated at start-up so that first-touch page faults fall in
     the allocator's start-up, which the ``work`` runtime leaves out."""
-    return {"XLAT_MOSAIC_PREFAULT": f"{traced_pools['heap']['high_water']} {traced_pools['anon']['high_water']}"}
+    return {
+        "XLAT_MOSAIC_PREFAULT": f"{traced_pools['heap']['high_water']} {traced_pools['anon']['high_water']}"
+    }
 
 
 def _run_once(prog: Program, layout: Layout, verify: bool, extra_env: dict[str, str]) -> dict[str, Any]:
