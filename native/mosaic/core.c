@@ -151,7 +151,8 @@ static void warn_if_no_cow_headroom(void) {
 
 static void mos_postfork_child(void) {
   mos_pools_reinit_locks();
-  mos_cfg.cpu_start_ns = 0; /* a new process: its CPU time starts at 0 */
+  mos_cfg.cpu_start_ns = 0; /* a new process: its CPU time and faults start at 0 */
+  mos_cfg.minflt_start = 0;
   /* the child's own map file, so that a child killed before it exits is still seen by --verify
    * (exit status unknown); it has no status yet, whatever its parent recorded */
   mos_exit_status = -1;
@@ -211,6 +212,7 @@ void mos_init_slow(void) {
      * its default hooks; mos_mmap_bootstrap puts those mappings in the heap pool too. */
     attach_jemalloc();
     mos_cfg.cpu_start_ns = mos_os_cpu_ns();
+    mos_cfg.minflt_start = mos_os_minflt();
     __sync_synchronize();
     mos_state = 2;
     /* the exit status, for the report: on_exit handlers get it from exit() and from main's return
@@ -289,7 +291,8 @@ void mos_report_exec(const char *target) {
 
 /* The header of a map file: which process (pid, parent, executable), the mode, what happened
  * (start, exit, demand, fatal) and, once known, the exit status. */
-static void report_header(outbuf_t *o, pid_t pid, const char *event, unsigned long long cpu_ns) {
+static void report_header(outbuf_t *o, pid_t pid, const char *event, unsigned long long cpu_ns,
+                          unsigned long long minflt) {
   ob_str(o, "# xlat mosaic map v1: pool NAME START SIZE BRK FALLBACK_BYTES FALLBACK_COUNT HIGH_WATER; "
             "window POOL OFFSET LENGTH PAGE BACKING START\n");
   ob_str(o, "pid ");
@@ -315,9 +318,13 @@ static void report_header(outbuf_t *o, pid_t pid, const char *event, unsigned lo
   }
   ob_str(o, "\ncpu_start_ns ");
   ob_u64(o, mos_cfg.cpu_start_ns);
+  ob_str(o, "\nminflt_start ");
+  ob_u64(o, mos_cfg.minflt_start);
   if (cpu_ns) {
     ob_str(o, "\ncpu_ns ");
     ob_u64(o, cpu_ns);
+    ob_str(o, "\nminflt ");
+    ob_u64(o, minflt);
   }
   if (!strcmp(event, "exec") && exec_target[0]) {
     ob_str(o, "\ntarget ");
@@ -336,7 +343,7 @@ static void report_fatal(const char *sentence) {
   o.fd = open_report("map", pid);
   if (o.fd < 0) return;
   mos_exit_status = 127;
-  report_header(&o, pid, "fatal", 0);
+  report_header(&o, pid, "fatal", 0, 0);
   ob_str(&o, "message ");
   ob_str(&o, sentence);
   ob_str(&o, "\n");
@@ -351,12 +358,13 @@ void mos_report_write(const char *what) {
   if (!mos_cfg.report_dir || mos_state != 2) return;
   /* the CPU time at the event, before writing the report costs any (exit and demand events) */
   unsigned long long cpu_ns = what && strcmp(what, "exec") ? mos_os_cpu_ns() : 0;
+  unsigned long long minflt = cpu_ns ? mos_os_minflt() : 0;
   pid_t pid = mos_os_getpid();
   outbuf_t o;
   o.n = 0;
   o.fd = open_report("map", pid);
   if (o.fd < 0) return;
-  report_header(&o, pid, what ? what : "start", cpu_ns);
+  report_header(&o, pid, what ? what : "start", cpu_ns, minflt);
   for (int i = 0; i < MOS_NPOOLS; i++) {
     mos_pool_t *p = &mos_cfg.pool[i];
     ob_str(&o, "pool ");

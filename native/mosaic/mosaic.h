@@ -84,6 +84,7 @@ typedef struct mos_config {
   /* CPU time of the process when start-up ended (pools mapped and prefaulted, jemalloc attached):
    * reported, so that a timing can leave start-up out (xlat experiment's "work" runtime) */
   unsigned long long cpu_start_ns;
+  unsigned long long minflt_start; /* its minor page faults then (the prefault's among them) */
   mos_pool_t pool[MOS_NPOOLS];
 } mos_config_t;
 

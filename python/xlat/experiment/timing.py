@@ -52,7 +52,7 @@ def _run_once(prog: Program, layout: Layout, verify: bool, extra_env: dict[str, 
             )
         report = read_map(rep)
         pools = report.pools
-        if report.cpu_ns is None or report.cpu_start_ns is None:
+        if report.cpu_ns is None or report.cpu_start_ns is None or report.minflt is None:
             raise ExperimentError(f"{prog.name} left no exit report under layout {layout.name}.")
         honoured = not verify or mosaic.verify_report(rep, report.pid, layout, "hugetlb").honoured
     finally:
@@ -62,6 +62,7 @@ def _run_once(prog: Program, layout: Layout, verify: bool, extra_env: dict[str, 
         "user": after.ru_utime - before.ru_utime,
         "sys": after.ru_stime - before.ru_stime,
         "work": (report.cpu_ns - report.cpu_start_ns) / 1e9,
+        "work_faults": report.minflt - report.minflt_start,
         "high_water": {p: v["high_water"] for p, v in pools.items()},
         "fallback_bytes": sum(v["fallback_bytes"] for v in pools.values()),
         "honoured": honoured,
@@ -93,6 +94,7 @@ RUNS_FIELDS = [
     "sys",
     "cpu",
     "work",
+    "work_faults",
     "heap_high_water",
     "anon_high_water",
     "fallback_bytes",
@@ -175,6 +177,7 @@ def _row(layout: str, rep: str, r: dict[str, Any]) -> dict[str, Any]:
         "sys": f"{r['sys']:.6f}",
         "cpu": f"{r['user'] + r['sys']:.6f}",
         "work": f"{r['work']:.6f}",
+        "work_faults": r["work_faults"],
         "heap_high_water": r["high_water"]["heap"],
         "anon_high_water": r["high_water"]["anon"],
         "fallback_bytes": r["fallback_bytes"],

@@ -71,6 +71,9 @@ class MapFile:
     cpu_start_ns: int | None = None
     #: its CPU time (ns) at an "exit" or "demand" event, taken before the report was written
     cpu_ns: int | None = None
+    #: its minor page faults when start-up ended, and at the "exit" or "demand" event
+    minflt_start: int | None = None
+    minflt: int | None = None
 
 
 def parse_map(text: str) -> MapFile:
@@ -88,7 +91,7 @@ def parse_map(text: str) -> MapFile:
             extra["exe"] = line.partition(" ")[2]
         elif f[0] == "event":
             extra["event"] = f[1]
-        elif f[0] in ("status", "cpu_start_ns", "cpu_ns"):
+        elif f[0] in ("status", "cpu_start_ns", "cpu_ns", "minflt_start", "minflt"):
             extra[f[0]] = int(f[1])
         elif f[0] in ("message", "target"):
             extra[f[0]] = line.partition(" ")[2]
