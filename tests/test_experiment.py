@@ -111,8 +111,10 @@ def test_experiment_end_to_end_on_a_small_program(xlat_cli, tmp_path):
     assert all4k["M"] == df["M"].max() and all4k["C"] == df["C"].max()
     assert all2m["M"] < 0.01 * all4k["M"] and all2m["faults_2m"] > 0
     # The real side: the same layouts change the real runtime the same way (R = work leaves the
-    # page faults out, so what is left is translation: about 1.1-1.2x here, 2M loads over 48 MiB).
-    assert all4k["R_s"] > 1.05 * all2m["R_s"], df[["layout", "R_s", "C"]]
+    # page faults out, so what is left is translation: about 1.4x here, 2M dependent loads over
+    # 48 MiB; with independent loads the walks overlapped and the gap, 1.0-1.2x, was within the
+    # noise of a busy machine).
+    assert all4k["R_s"] > 1.1 * all2m["R_s"], df[["layout", "R_s", "C"]]
     assert df["high_water_match"].all(), "the timed runs allocated like the traced run"
     assert (df["reps"] >= 2).all()
     runs = pd.read_csv(out / "runs.csv")
