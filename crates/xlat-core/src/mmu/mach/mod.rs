@@ -16,6 +16,7 @@
 //! kernel page table at `KPT_BASE` (one PTE per kernel page, L1K or L2), whose own pages are
 //! mapped by the L3 PTEs of the pinned root at physical `ROOT_PA`.
 
+mod run;
 pub mod table;
 pub mod tlb;
 
@@ -115,6 +116,10 @@ pub struct MachHandler {
     ptlb_cycles: u64,
     loads_at: Vec<u64>,
     hit_names: Vec<String>,
+    /// Whether the caches are one direct-mapped level (mem/direct.rs; set by `run`), and the
+    /// loads through it not yet counted in the caches' histogram, by level (hit, DRAM).
+    direct_caches: bool,
+    direct_loads: [u64; 2],
 }
 
 impl MachHandler {
@@ -173,6 +178,8 @@ impl MachHandler {
             ptlb_cycles: 0,
             loads_at: vec![0; hit_names.len()],
             hit_names,
+            direct_caches: false,
+            direct_loads: [0; 2],
         }
     }
 
@@ -214,14 +221,6 @@ impl MachHandler {
         } else {
             kva >> 12
         }
-    }
-
-    /// A handler's load of physical address `pa` through the caches; its latency.
-    #[inline(always)]
-    fn load<B: Backend>(&mut self, cx: &mut MissCx<'_, B>, pa: u64) -> u64 {
-        let (hit, lat) = cx.walk_load(pa);
-        self.loads_at[hit] += 1;
-        lat
     }
 
     /// The physical address of kernel address `kva` as a handler's load sees it: translated by
@@ -420,27 +419,7 @@ impl MissHandler for MachHandler {
         _r: usize,
         va: u64,
     ) -> Result<(u64, PageSize), SimError> {
-        if !self.pending.is_empty() {
-            self.run_pending(cx);
-        }
-        if va >= KSEG0 {
-            if va < KSEG2 {
-                self.unmapped += 1;
-                return Ok(((va - KSEG0) >> 12, PageSize::Size4K));
-            }
-            let key = Self::key(va, 0);
-            let pfn = match self.tlb.lookup(key) {
-                Some(p) => p,
-                None => self.generic(cx, L1K, va, false),
-            };
-            return Ok((pfn, PageSize::Size4K));
-        }
-        let key = Self::key(va, self.tag);
-        let pfn = match self.tlb.lookup(key) {
-            Some(p) => p,
-            None => self.l1u(cx, va, key)?,
-        };
-        Ok((pfn, PageSize::Size4K))
+        Ok((self.handle_one(cx, va)?, PageSize::Size4K))
     }
 
     /// The MMU has no page TLBs under `[mach]`: no last-level miss reaches the handler as such.

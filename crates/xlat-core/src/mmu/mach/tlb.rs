@@ -83,6 +83,12 @@ impl MachTlb {
         None
     }
 
+    /// The frame in slot `s` (a slot [`MachTlb::find`] returned).
+    #[inline(always)]
+    pub fn pfn_at(&self, s: usize) -> u64 {
+        self.pfns[s]
+    }
+
     /// Enter slot `s` (holding its new key) at the head of its bucket's chain.
     #[inline(always)]
     fn index_insert(&mut self, s: usize) {
