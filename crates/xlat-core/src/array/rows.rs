@@ -134,11 +134,10 @@ impl CacheRows {
         );
         // SAFETY: by the contract the row lies in `mem`.
         let lane0 = unsafe { &mut *((self.mem.as_mut_ptr() as *mut u8).add(off) as *mut u32) };
-        if *lane0 == tag {
-            return true;
-        }
+        // (Stored on a hit too, unchanged: no branch on the outcome.)
+        let hit = *lane0 == tag;
         *lane0 = tag;
-        false
+        hit
     }
 
     /// Look `tag` up in the row at byte offset `off` and update the row; returns whether it hit.

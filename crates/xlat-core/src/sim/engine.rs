@@ -41,7 +41,7 @@ use crate::mmu::walker::{AnyHandler, MissCx, MissHandler, RadixWalker};
 use crate::mmu::{Mmu, Shape};
 use crate::os::{Invalidation, Os, SimError};
 use crate::units::PageSize;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use xlat_trace::{Batch, Marker, SideBody};
 
 /// What one compiled copy of the loop is specialised for.
@@ -184,8 +184,9 @@ pub(crate) struct Core<V: Variant> {
     pub(crate) by_kind: [u64; 3],
     pub(crate) untranslated: u64,
     pub(crate) data_cycles: u64,
-    /// Per thread: the instruction count of its last access seen.
-    threads: HashMap<u32, u64>,
+    /// Per thread: the instruction count of its last access seen (FxHash: thread ids are the
+    /// trace's, looked up twice per range).
+    threads: FxHashMap<u32, u64>,
     pub(crate) instructions: u64,
     pub(crate) context_flushes: u64,
     pub(crate) markers: u64,
@@ -226,7 +227,7 @@ impl<V: Variant> Core<V> {
             by_kind: [0; 3],
             untranslated: 0,
             data_cycles: 0,
-            threads: HashMap::new(),
+            threads: FxHashMap::default(),
             instructions: 0,
             context_flushes: 0,
             markers: 0,

@@ -27,7 +27,7 @@ use crate::mmu::Shape;
 use crate::os::SimError;
 use crate::stats::{Counters, Sink};
 use crate::units::PageSize;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use table::SoftTable;
 use tlb::MachTlb;
 use xlat_trace::{Marker, SideBody};
@@ -89,7 +89,7 @@ pub struct MachHandler {
     /// The current address space's tag (its slot + 1) and raw id.
     tag: u64,
     asid: u32,
-    slots: HashMap<u32, u64>,
+    slots: FxHashMap<u32, u64>,
     /// Between an IPC send and the receiver's resumption: the IPC path runs in kernel mode.
     kernel_mode: bool,
     stlb: Option<SoftTable>,
@@ -154,7 +154,7 @@ impl MachHandler {
             stride: m.upt_stride_pages,
             tag: 1,
             asid: 0,
-            slots: HashMap::from([(0, 0)]),
+            slots: FxHashMap::from_iter([(0, 0)]),
             kernel_mode: false,
             stlb,
             ptlb,

@@ -48,7 +48,7 @@ impl MachHandler {
             (false, _) => self.accesses::<false, false, B>(cx, addr, kind, va_mask, &mut n),
         };
         *data_cycles += n.data_cycles;
-        self.settle(&mut n, cx.caches);
+        self.settle(&n, cx.caches);
         r
     }
 
@@ -140,18 +140,21 @@ impl MachHandler {
         }
         let mut n = Local::default();
         let r = self.translate(cx, va, self.tag, &mut n);
-        self.settle(&mut n, cx.caches);
+        self.settle(&n, cx.caches);
         r
     }
 
     /// Add the counts of `n` (and the handler's loads through a direct-mapped level) to the
     /// handler's and the caches'.
-    fn settle(&mut self, n: &mut Local, caches: &mut Caches) {
+    fn settle(&mut self, n: &Local, caches: &mut Caches) {
         self.tlb.hits += n.tlb_hits;
         self.unmapped += n.unmapped;
-        caches.add_accesses(false, 0, 0, n.data[0]);
-        caches.add_accesses(false, 0, 1, n.data[1]);
-        for (h, k) in self.direct_loads.iter_mut().enumerate() {
+        if !self.direct_caches {
+            return;
+        }
+        for (h, (&d, k)) in n.data.iter().zip(&mut self.direct_loads).enumerate() {
+            caches.add_accesses(false, 0, h, d);
+            self.loads_at[h] += *k;
             caches.add_accesses(true, 0, h, *k);
             *k = 0;
         }
@@ -164,7 +167,6 @@ impl MachHandler {
         if self.direct_caches {
             // SAFETY: `direct_caches` only when the caches are direct (`run`).
             let hit = unsafe { cx.caches.probe_direct(pa) };
-            self.loads_at[!hit as usize] += 1;
             self.direct_loads[!hit as usize] += 1;
             let (hit_latency, dram) = cx.caches.direct_latencies();
             return if hit { hit_latency } else { cx.backend.access(pa, false, true, dram) };
