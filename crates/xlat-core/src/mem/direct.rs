@@ -88,7 +88,7 @@ mod tests {
                     x ^= x >> 7;
                     x ^= x << 17;
                     // Footprints around the cache's size: hits, conflicts and cold misses.
-                    let pa = x % (256 << (batch % 12)) & !7;
+                    let pa = (x % (256 << (batch % 12))) & !7;
                     let walk = x >> 60 == 0;
                     let (hit, lat) = general.access(pa, 0, walk);
                     // SAFETY: `is_direct` above.

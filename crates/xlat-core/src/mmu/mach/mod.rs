@@ -16,6 +16,7 @@
 //! kernel page table at `KPT_BASE` (one PTE per kernel page, L1K or L2), whose own pages are
 //! mapped by the L3 PTEs of the pinned root at physical `ROOT_PA`.
 
+mod frames;
 mod run;
 pub mod table;
 pub mod tlb;
@@ -116,6 +117,8 @@ pub struct MachHandler {
     ptlb_cycles: u64,
     loads_at: Vec<u64>,
     hit_names: Vec<String>,
+    /// The OS model's translations of user pages, remembered (frames.rs).
+    frames: frames::Frames,
     /// Whether the caches are one direct-mapped level (mem/direct.rs; set by `run`), and the
     /// loads through it not yet counted in the caches' histogram, by level (hit, DRAM).
     direct_caches: bool,
@@ -178,6 +181,7 @@ impl MachHandler {
             ptlb_cycles: 0,
             loads_at: vec![0; hit_names.len()],
             hit_names,
+            frames: frames::Frames::default(),
             direct_caches: false,
             direct_loads: [0; 2],
         }
@@ -317,20 +321,38 @@ impl MachHandler {
         let pa = (pfn << 12) | (upte & 0xFFF);
         let lat = self.load(cx, pa);
         self.cycles[L1U] += self.c.l1u + lat;
+        let pfn = match self.frames.get(key) {
+            Some(pfn) => pfn,
+            None => self.os_frame(cx, va, key)?,
+        };
+        self.tlb.insert_absent(key, pfn, false);
+        Ok(pfn)
+    }
+
+    /// The frame of user `va` (key `key`) from the OS model, remembered; a TLB-invalid miss if
+    /// the page is not mapped yet (the VM system faults it in).
+    #[inline(never)]
+    fn os_frame<B: Backend>(&mut self, cx: &mut MissCx<'_, B>, va: u64, key: u64) -> Result<u64, SimError> {
         let (pfn, size) = match cx.os.translate(va) {
             Some(x) => x,
             None => {
                 self.direct[INVALID] += 1;
                 self.cycles[INVALID] += self.c.invalid;
                 if cx.fault(va)? {
-                    self.tlb.flush_user();
+                    self.flush_user();
                 }
                 cx.os.translate(va).expect("the fault mapped the page")
             }
         };
         let pfn = pfn + ((va >> 12) & (size.bytes() / 4096 - 1));
-        self.tlb.insert_absent(key, pfn, false);
+        self.frames.put(key, pfn);
         Ok(pfn)
+    }
+
+    /// The OS model invalidated translations: drop the user entries and the remembered frames.
+    fn flush_user(&mut self) {
+        self.tlb.flush_user();
+        self.frames.clear();
     }
 
     /// The deferred side events.
@@ -428,7 +450,7 @@ impl MissHandler for MachHandler {
     }
 
     fn flush(&mut self) {
-        self.tlb.flush_user();
+        self.flush_user();
     }
 
     fn side(&mut self, body: &SideBody) {
