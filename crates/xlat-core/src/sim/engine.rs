@@ -41,7 +41,7 @@ use crate::mmu::walker::{AnyHandler, MissCx, MissHandler, RadixWalker};
 use crate::mmu::{Mmu, Shape};
 use crate::os::{Invalidation, Os, SimError};
 use crate::units::PageSize;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use xlat_trace::{Batch, Marker, SideBody};
 
 /// What one compiled copy of the loop is specialised for.
@@ -55,9 +55,24 @@ pub trait Variant: 'static {
     /// through the memo of first-level hits are MRU re-hits, distance 0, which Lite never reads).
     const LITE: bool = false;
     /// Whether the miss handler translates every access itself (it holds the only TLB: `[mach]`,
-    /// no page TLBs in the MMU): the loop then calls it straight away, with no first-level
-    /// probe, memo, deep probe or fill (all empty there).
+    /// no page TLBs in the MMU): each range of accesses then runs through the handler's own loop
+    /// ([`Variant::run_direct`]), with no first-level probe, memo, deep probe or fill (all empty
+    /// there).
     const DIRECT: bool = false;
+
+    /// The handler's own loop of a `DIRECT` variant: translate the accesses `addr` (kinds
+    /// `kind`, addresses masked with `va_mask`) and, if `DATA`, access their data through the
+    /// caches, adding its latency to `data_cycles`; the counts complete even on an error.
+    fn run_direct<const DATA: bool>(
+        _handler: &mut Self::Handler,
+        _cx: &mut MissCx<'_, Self::Backend>,
+        _addr: &[u64],
+        _kind: &[u8],
+        _va_mask: u64,
+        _data_cycles: &mut u64,
+    ) -> Result<(), SimError> {
+        unreachable!("only DIRECT variants run accesses through their handler")
+    }
 }
 
 /// The plain configuration: the radix walker, one DRAM, no observer, page TLBs only.
@@ -115,6 +130,18 @@ impl Variant for MachLoop {
     type Observer = super::observer::NoObserver;
     const RANGES: bool = false;
     const DIRECT: bool = true;
+
+    #[inline(always)]
+    fn run_direct<const DATA: bool>(
+        handler: &mut Self::Handler,
+        cx: &mut MissCx<'_, Dram>,
+        addr: &[u64],
+        kind: &[u8],
+        va_mask: u64,
+        data_cycles: &mut u64,
+    ) -> Result<(), SimError> {
+        handler.run::<DATA, Dram>(cx, addr, kind, va_mask, data_cycles)
+    }
 }
 
 /// A hybrid DRAM/NVM memory (`[hybrid]`): the radix walker, the hybrid backend (its own
@@ -157,8 +184,9 @@ pub(crate) struct Core<V: Variant> {
     pub(crate) by_kind: [u64; 3],
     pub(crate) untranslated: u64,
     pub(crate) data_cycles: u64,
-    /// Per thread: the instruction count of its last access seen.
-    threads: HashMap<u32, u64>,
+    /// Per thread: the instruction count of its last access seen (FxHash: thread ids are the
+    /// trace's, looked up twice per range).
+    threads: FxHashMap<u32, u64>,
     pub(crate) instructions: u64,
     pub(crate) context_flushes: u64,
     pub(crate) markers: u64,
@@ -199,7 +227,7 @@ impl<V: Variant> Core<V> {
             by_kind: [0; 3],
             untranslated: 0,
             data_cycles: 0,
-            threads: HashMap::new(),
+            threads: FxHashMap::default(),
             instructions: 0,
             context_flushes: 0,
             markers: 0,
@@ -240,14 +268,6 @@ impl<V: Variant> Core<V> {
     fn access<const DATA: bool, const MEMO: bool, S: Shape>(&mut self, va: u64, kind: u8) -> Result<(), SimError> {
         let va = va & self.va_mask;
         let r = (kind == 2) as usize;
-        if V::DIRECT {
-            let (pfn, s) = self.direct::<S>(va, r)?;
-            debug_assert!(!<V::Observer as AccessObserver>::ACTIVE, "a DIRECT loop has no observer");
-            if DATA {
-                self.data_access_body(pfn, s, va, kind);
-            }
-            return Ok(());
-        }
         let rbit = (r as u64) << 63;
         if let Some(j) = if MEMO { self.mmu.memo_hit(va, rbit) } else { None } {
             if DATA || <V::Observer as AccessObserver>::ACTIVE {
@@ -307,12 +327,6 @@ impl<V: Variant> Core<V> {
 
     #[inline]
     fn data_access(&mut self, pfn: u64, s: PageSize, va: u64, kind: u8) {
-        self.data_access_body(pfn, s, va, kind)
-    }
-
-    /// [`Core::data_access`], always inline (the `DIRECT` loop's; the others call it).
-    #[inline(always)]
-    fn data_access_body(&mut self, pfn: u64, s: PageSize, va: u64, kind: u8) {
         let pa = (pfn << 12) | (va & (s.bytes() - 1));
         let (hit, lat) = self.caches.access(pa, 0, false);
         let miss = hit == self.caches.levels.len();
@@ -321,14 +335,6 @@ impl<V: Variant> Core<V> {
             self.backend.data(pa, kind == 1, miss, &self.caches);
         }
         self.data_cycles += lat;
-    }
-
-    /// [`Variant::DIRECT`]: the handler translates `va` (its TLB hit inline, its miss handlers
-    /// out of line); no TLB of the MMU to probe or fill.
-    #[inline(always)]
-    fn direct<S: Shape>(&mut self, va: u64, r: usize) -> Result<(u64, PageSize), SimError> {
-        let mut cx = miss_cx!(self);
-        self.handler.handle::<S, V::Backend>(&mut cx, r, va)
     }
 
     /// Every first-level TLB missed: the deeper levels, then the miss handler; fill the levels
@@ -413,7 +419,13 @@ impl<V: Variant> Core<V> {
     /// Simulate the accesses `lo..hi` of `b` (no side event among them), at addresses `addr`
     /// (`b.addr[lo..hi]`, relocated if the mosaic relocates).
     fn run_range<const DATA: bool, S: Shape>(&mut self, addr: &[u64], kind: &[u8]) -> Result<(), SimError> {
-        let r = self.run_accesses::<DATA, S>(addr, kind);
+        let r = if V::DIRECT {
+            debug_assert!(!<V::Observer as AccessObserver>::ACTIVE, "a DIRECT loop has no observer");
+            let mut cx = miss_cx!(self);
+            V::run_direct::<DATA>(&mut self.handler, &mut cx, addr, kind, self.va_mask, &mut self.data_cycles)
+        } else {
+            self.run_accesses::<DATA, S>(addr, kind)
+        };
         // The counters are complete after every range (even one that failed).
         self.mmu.flush_memo();
         self.handler.settle(&mut self.caches);
@@ -435,7 +447,7 @@ impl<V: Variant> Core<V> {
             // Turn prefetching on when more than 1 access in 32 walked.
             self.prefetching = (self.handler.misses() - walks0) * 32 > n;
             // The memo off when more than 1 access in 8 missed the first level.
-            self.mmu.set_memo(!V::DIRECT && (self.mmu.first_misses() - misses0) * 8 <= n);
+            self.mmu.set_memo((self.mmu.first_misses() - misses0) * 8 <= n);
             i = chunk_end;
         }
         Ok(())
