@@ -14,7 +14,15 @@ LAYOUTS = ROOT / "configs" / "layouts"
 PROGS = Path(__file__).resolve().parent / "mosaic_progs"
 
 # The test programs built once per session (tests/mosaic_progs/NAME.c).
-PROG_NAMES = ("mt_alloc", "probe", "mmap_stress", "madvise_zero", "env_clobber")
+PROG_NAMES = (
+    "mt_alloc",
+    "probe",
+    "mmap_stress",
+    "madvise_zero",
+    "env_clobber",
+    "reuse_faults",
+    "realloc_big",
+)
 
 # What the mosaic tests need available at once: all-2MB holds 2048 2MB pages; the exec check of
 # the mixed layout holds two copies of it (parent and exec'd child): 2 x 432 2MB + 2 x 1GB.

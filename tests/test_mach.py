@@ -1,12 +1,17 @@
 """Mach 3.0's software-managed TLB (`[mach]`, docs/mach.md) from Python and the CLI: the counters
-in the result and the `xlat sim` table, by hand on a text trace with markers; bad input."""
+in the result and the `xlat sim` table, by hand on a text trace with markers; bad input (each
+case the issue names: partitions, a DM STLB size, a negative cost, a benchmark with no server)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pytest
 import xlat.sim as sim
 from xlat.cli import main
+from xlat.sim import ConfigError
+from xlat.trace import WorkloadError, trace_info
 
 MACH = Path(__file__).resolve().parents[1] / "configs" / "mach"
 KSEG2 = 0xFFFF_C000_0000_0000
@@ -63,3 +68,42 @@ def test_bad_partitions_get_one_sentence_and_a_non_zero_exit(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "mach.upper = 60 and mach.lower = 8 must add up to mach.entries = 64" in err
     assert "Traceback" not in err
+
+
+BAD = [
+    # (config text, the sentence): the cases the issue names.
+    (
+        'name = "bad"\n[mach]\nentries = 64\nupper = 50\nlower = 8\n',
+        "mach.upper = 50 and mach.lower = 8 must add up to mach.entries = 64.",
+    ),
+    (
+        'name = "bad"\n[mach]\nstlb = "dm"\nstlb_entries = 1000\n',
+        "mach.stlb_entries = 1000 must be a power of two",
+    ),
+    ('name = "bad"\n[mach]\nl1k_cycles = -3\n', "mach.l1k_cycles = -3 is a cost below zero"),
+]
+
+
+@pytest.mark.parametrize(("text", "sentence"), BAD)
+def test_bad_configurations_from_the_cli_and_python(tmp_path, capsys, text, sentence):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    assert main(["sim", "--no-progress", "--config", str(bad), "workload:clientserver?accesses=1000"]) == 1
+    err = capsys.readouterr().err
+    assert sentence in err and "Traceback" not in err
+    assert err.count("\n") == 1, err
+    with pytest.raises(ConfigError, match=re.escape(sentence)):
+        sim.simulate("workload:clientserver?accesses=1000", config=str(bad))
+
+
+def test_a_benchmark_with_no_server_gets_one_sentence(capsys):
+    sentence = "servers=0: the benchmark needs at least one server"
+    spec = "workload:clientserver?servers=0"
+    assert main(["trace-info", spec]) == 1
+    assert main(["sim", "--no-progress", "--config", str(MACH / "tlb-only.toml"), spec]) == 1
+    err = capsys.readouterr().err
+    assert err.count(sentence) == 2 and err.count("\n") == 2 and "Traceback" not in err
+    with pytest.raises(WorkloadError, match=sentence):
+        sim.simulate(spec, config=str(MACH / "tlb-only.toml"))
+    with pytest.raises(WorkloadError, match=sentence):
+        trace_info(spec)

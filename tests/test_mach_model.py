@@ -4,10 +4,14 @@ closed forms against the direct equations, the document's own numbers, counts, t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+import xlat.sim as sim
 from xlat import mach_model as mm
 from xlat.cli import main
+
+MACH = Path(__file__).resolve().parents[1] / "configs" / "mach"
 
 # I_A = 1000, I_T = 100, M_A = 0.02, M_T = 0.07 misses per instruction, T_C = 24 cycles.
 X = mm.Inputs(I_A=1000, I_T=100, M_A=0.02, M_T=0.07, T_C=24)
@@ -164,3 +168,38 @@ def test_the_section_4_5_sweeps():
     from xlat.trace import trace_info
 
     assert trace_info(pts[-1]["spec"])["info"]["markers"]["ipc-send"] > 0
+
+
+def test_inputs_from_the_mach_machines_own_counters():
+    # 500 TLB-handling cycles of which 5 handler loads missed the cache (24 cycles each): I_T =
+    # 500 - 120 = 380 instructions, M_T = 5 / 380; the trace's accesses missed 25 - 5 = 20 times.
+    c = {
+        "instructions": 1000,
+        "mach.cycles": 500,
+        "mach.loads_hit.DRAM": 5,
+        "dram.accesses": 25,
+        "dram.walk_accesses": 5,
+    }
+    x = mm.inputs_from_counts(c)
+    assert (x.I_A, x.I_T, x.M_A, x.M_T) == (1000, 380, 0.02, pytest.approx(5 / 380))
+    assert mm.tlb_time(x) == pytest.approx(500)
+    assert mm.runtime(x) == pytest.approx(1000 + 20 * 24 + 500)
+    with pytest.raises(ValueError, match="less than its 30 cache misses at T_C = 24"):
+        mm.inputs_from_counts({**c, "mach.loads_hit.DRAM": 30})
+    with pytest.raises(ValueError, match=r"lack dram\.accesses"):
+        mm.inputs_from_counts({k: v for k, v in c.items() if k != "dram.accesses"})
+
+
+def test_a_simulated_run_gives_the_model_its_tlb_time():
+    # A run of the Mach machine: the model's TLB time at T_C = 24 is the machine's TLB-handling
+    # cycles, its runtime the instructions, 24 per data access that missed, and those cycles.
+    r = sim.simulate(
+        "workload:clientserver?servers=2&words=10&accesses=20000",
+        config=str(MACH / "stlb-4k.toml"),
+    )
+    c = r.counters
+    x = mm.inputs_from_counts(c)
+    assert mm.tlb_time(x) == pytest.approx(c["mach.cycles"])
+    misses = c["dram.accesses"] - c["dram.walk_accesses"]
+    assert mm.runtime(x) == pytest.approx(c["instructions"] + 24 * misses + c["mach.cycles"])
+    assert c["mach.loads_hit.DRAM"] == c["dram.walk_accesses"] > 0

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from mosaic_support import LAYOUTS, require
 from xlat import mosaic
-from xlat.layout import MIB, load_layout, parse_layout
+from xlat.layout import GIB, MIB, load_layout, parse_layout
 
 # Small windows for process trees: in hugetlb mode every exec'd process reserves its own copy of the
 # layout (gcc's driver, collect2 and ld run at once), so the layout is kept to 48 2MB pages.
@@ -86,33 +86,150 @@ def test_madvise_on_pool_memory_behaves_as_natively(layout_name, progs, hugepage
     assert len(reports) == 1 and reports[0].honoured, text
 
 
+def _reuse_faults(stdout: bytes) -> dict[str, dict[str, int]]:
+    """reuse_faults' lines ``CYCLE faults N same-page S zero-after-dontneed Z`` by cycle."""
+    out = {}
+    for line in stdout.decode().splitlines():
+        w = line.split()
+        if len(w) == 7 and w[1] == "faults":
+            out[w[0]] = {"faults": int(w[2]), "same_page": int(w[4]), "zeroed": int(w[6])}
+        elif "nonzero-before-write" in line:
+            assert w[-1] == "0", line  # a reused range reads as zeros, as a fresh mapping would
+    assert set(out) == {"malloc", "mmap", "brk"}, stdout
+    return out
+
+
+PAGES_64M = 64 * MIB // 4096
+
+
+@pytest.mark.parametrize("layout_name", ["all-4KB", "all-2MB", "all-2MB-thp"])
+def test_keep_freed_reuse_takes_no_page_faults(layout_name, progs, hugepages, tmp_path, monkeypatch):
+    """XLAT_MOSAIC_KEEP_FREED (``--keep-freed``): 64 MiB freed (free, munmap, a brk shrink) and
+    written again once reallocated faults nothing in, where natively and by default every 4KB page
+    faults again (counted with getrusage's ru_minflt); a reused range still reads as zeros, and the
+    program's own MADV_DONTNEED still zeroes.  MALLOC_CONF=dirty_decay_ms:0 asks jemalloc to purge
+    at once: the option must hold even then."""
+    layout, mode = _layout(layout_name)
+    _skip_if_no_thp(mode)
+    if mode == "hugetlb":
+        require(layout, hugepages)
+    monkeypatch.setenv("MALLOC_CONF", "dirty_decay_ms:0")
+    native = _reuse_faults(_native([progs["reuse_faults"]]).stdout)
+    for cycle in native.values():  # the kernel faults every page in again
+        assert cycle["faults"] >= PAGES_64M * 0.99 and cycle["zeroed"] == 1
+    rc, out, text, reports = _mosaic(layout, mode, [progs["reuse_faults"]], tmp_path, keep_freed=True)
+    assert rc == 0 and reports[0].honoured, text
+    kept = _reuse_faults(out)
+    for name, cycle in kept.items():
+        assert cycle == {"faults": 0, "same_page": 1, "zeroed": 1}, (name, cycle)
+    if layout_name == "all-4KB":
+        # without the option, the allocator gives the 4KB pages back as the kernel would
+        rc, out, text, _ = _mosaic(layout, mode, [progs["reuse_faults"]], tmp_path)
+        assert rc == 0, text
+        for name, cycle in _reuse_faults(out).items():
+            assert cycle["faults"] >= PAGES_64M * 0.99 and cycle["zeroed"] == 1, (name, cycle)
+
+
+# The program writes 64 MiB it got from calloc, then prints the minor faults that took and the CPU
+# time so far (ns).
+TOUCH = (
+    "import resource, time; f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+    "b = bytearray(64 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
+    "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0, time.process_time_ns())"
+)
+
+
+def test_prefault_moves_first_touch_faults_into_start_up(lib, tmp_path):
+    """XLAT_MOSAIC_PREFAULT="HEAP ANON" populates the start of the heap and anon pools before the
+    program runs (xlat experiment's timed runs): writing 64 MiB of the heap then takes no page
+    fault, where it takes one per 4KB page without it.  The map report's cpu_start_ns (CPU time when
+    start-up ended) and cpu_ns (at exit) bracket the program's own CPU time."""
+    layout = load_layout(LAYOUTS / "all-4KB.toml")
+    faults = {}
+    for pre in ("", f"{256 * MIB} {16 * MIB}"):
+        rep = tmp_path / f"rep{len(pre)}"
+        rep.mkdir()
+        env = mosaic.mosaic_env(layout, report_dir=str(rep), keep_freed=True)
+        env["XLAT_MOSAIC_PREFAULT"] = pre
+        r = subprocess.run([sys.executable, "-c", TOUCH], env=env, capture_output=True, text=True, check=True)
+        faults[pre], cpu_ns_in_program = map(int, r.stdout.split())
+        (m,) = [mosaic.parse_map(p.read_text()) for p in rep.glob("map.*")]
+        assert m.event == "exit" and 0 < m.cpu_start_ns < cpu_ns_in_program <= m.cpu_ns
+    assert faults[""] >= 16384 and faults[f"{256 * MIB} {16 * MIB}"] < 100, faults
+    # bad input: one sentence, before the program runs
+    env = dict(os.environ, LD_PRELOAD=str(lib), XLAT_MOSAIC_PREFAULT=f"{64 * GIB} 0")
+    r = subprocess.run(["true"], env=env, capture_output=True, text=True)
+    assert r.returncode == 127 and r.stderr.strip() == (
+        "xlat-mosaic: environment variable XLAT_MOSAIC_PREFAULT asks to populate more than the pool's size."
+    )
+
+
 # ---- 2. realloc growth stays close to the program's footprint -----------------------------------
 
 
 # Prints the process's peak resident set (VmHWM, KiB) to stderr.
-PEAK = "; import sys; print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')), file=sys.stderr)"
-GROW = "import array; a = array.array('q', range(60_000_000)); print(sum(a[::4096]))"
+PEAK = "\nimport sys; print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')), file=sys.stderr)"
+# The realloc-grown arrays of docs/mosaic.md's table: (program, native peak RSS bounds in MiB, output)
+GROWN = {
+    "array-60M": (
+        "import array; a = array.array('q', range(60_000_000)); print(sum(a[::4096]))",
+        (460, 700),
+        b"439456874496\n",
+    ),
+    "array-20M": (
+        "import array; a = array.array('q', range(20_000_000)); print(sum(a[::4096]))",
+        (155, 300),
+        b"48821874688\n",
+    ),
+    "bytearray-200MiB": (
+        "b = bytearray()\nfor i in range(200): b += bytes([i % 251]) * (1 << 20)\nprint(sum(b[::65536]))",
+        (200, 350),
+        b"318400\n",
+    ),
+}
 
 
-def test_realloc_growth_pool_use_within_native_peak_rss(lib, tmp_path):
-    """The command of issue 17: an array grown element by element to 480MB (realloc by 1/16 each
-    time).  Natively its peak RSS is about 471MiB; the pools it reaches must stay within 1.25x of
-    that (before the fix the heap pool ran out at 3GiB: MemoryError)."""
+@pytest.mark.parametrize("name", GROWN)
+def test_realloc_growth_pool_use_within_native_peak_rss(name, lib, tmp_path):
+    """Arrays grown by realloc (Python's array by 1/16 at a time, a bytearray by 1 MiB): the pools
+    they reach must stay within 1.25x of the native run's peak RSS.  The 60M-element array is the
+    command of issue 17 (before the fix the heap pool ran out at 3GiB: MemoryError); the 20M one
+    ended 162 MiB into a 192 MiB jemalloc size class (1.37x) before blocks grown by realloc were
+    kept at page granularity (big.c)."""
     _skip_if_no_thp("thp")
+    code, (lo, hi), expected = GROWN[name]
     # The peak is the child's own VmHWM: ru_maxrss from wait4 would also count the pages of this
     # (pytest) process that the child held between fork and exec.
-    native = subprocess.run([sys.executable, "-c", GROW + PEAK], capture_output=True, check=True)
-    out_native = native.stdout
+    native = subprocess.run([sys.executable, "-c", code + PEAK], capture_output=True, check=True)
     peak = int(native.stderr) * 1024
-    assert 460 * MIB < peak < 700 * MIB  # 60M x 8 bytes, plus the interpreter
+    assert lo * MIB < peak < hi * MIB
     rc, out, text, reports = _mosaic(
-        load_layout(LAYOUTS / "all-2MB.toml"), "thp", [sys.executable, "-c", GROW], tmp_path
+        load_layout(LAYOUTS / "all-2MB.toml"), "thp", [sys.executable, "-c", code], tmp_path
     )
     assert rc == 0, text
-    assert out == out_native == b"439456874496\n"
+    assert out == native.stdout == expected
     (rep,) = reports
     used = rep.used["heap"] + rep.used["anon"]
     assert used <= 1.25 * peak, f"pools reached {used / MIB:.0f}MiB, native peak RSS {peak / MIB:.0f}MiB"
+
+
+@pytest.mark.parametrize("keep_freed", [False, True])
+@pytest.mark.parametrize("layout_name", ["all-4KB", "all-2MB", "all-2MB-thp"])
+def test_realloc_grown_blocks_behave_as_natively(layout_name, keep_freed, progs, hugepages, tmp_path):
+    """Blocks grown past 1 MiB by realloc leave jemalloc for page-granular blocks (big.c): one grown
+    in place at the heap's top, two grown in turn (they move and leave holes), shrinking below
+    1 MiB, realloc(p, 0), calloc over the holes (zeros, with and without keep_freed, where holes
+    keep old data), two threads at once: the output is the native run's, and the layout held."""
+    layout, mode = _layout(layout_name)
+    _skip_if_no_thp(mode)
+    if mode == "hugetlb":
+        require(layout, hugepages)
+    native = _native([progs["realloc_big"]])
+    assert native.returncode == 0 and native.stdout.endswith(b"all ok\n"), native.stdout
+    rc, out, text, reports = _mosaic(layout, mode, [progs["realloc_big"]], tmp_path, keep_freed=keep_freed)
+    assert rc == 0, text
+    assert out == native.stdout
+    assert reports[0].honoured, text
 
 
 # ---- 3. settings copied at start-up ------------------------------------------------------------

@@ -209,7 +209,7 @@ def kill_mid_sweep(sweep: Path, out: Path, address: str, victim) -> subprocess.P
 def test_scheduler_and_two_workers_with_kills(sweep_dir, reference, tmp_path):
     """One results directory through two kills in a row, then finished: every point once, each
     equal to its separate simulation; then a changed sweep file re-runs only what changed. (The
-    scheduler's kill: test_scheduler_kill, run by scripts/sweep-kill-matrix.sh.)"""
+    scheduler's kill: test_scheduler_kill.)"""
     sweep = sweep_dir / "sweep.toml"
     out = tmp_path / "res"
     cluster = Cluster(tmp_path)
@@ -255,10 +255,6 @@ def test_scheduler_and_two_workers_with_kills(sweep_dir, reference, tmp_path):
         cluster.stop()
 
 
-@pytest.mark.skipif(
-    os.environ.get("XLAT_SWEEP_KILL_MATRIX") != "1",
-    reason="a second cluster's start-up is too slow for make test: scripts/sweep-kill-matrix.sh runs it",
-)
 def test_scheduler_kill(sweep_dir, reference, tmp_path):
     """kill -9 of the scheduler mid-sweep: one sentence from the client; a new scheduler and
     workers and the same command finish the sweep, every point once and exact."""

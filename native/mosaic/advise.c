@@ -8,9 +8,6 @@
 #include "mosaic.h"
 #include "os.h"
 
-static inline uintptr_t up(uintptr_t x, size_t a) { return (x + a - 1) & ~(uintptr_t)(a - 1); }
-static inline uintptr_t down(uintptr_t x, size_t a) { return x & ~(uintptr_t)(a - 1); }
-static inline uintptr_t pool_end(const mos_pool_t *p) { return p->start + p->size; }
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
@@ -35,7 +32,7 @@ static int advise_own(mos_pool_t *p, uintptr_t a, uintptr_t b, int advice) {
     int backing;
     uintptr_t e = mos_piece(p, a, b, &backing);
     if (backing == MOS_BACK_THP) {
-      uintptr_t ia = up(a, MOS_PAGE_2M), ib = down(e, MOS_PAGE_2M);
+      uintptr_t ia = mos_up(a, MOS_PAGE_2M), ib = mos_down(e, MOS_PAGE_2M);
       if (ia < ib) mos_os_madvise((void *)ia, ib - ia, MADV_FREE);
     } else if (backing != MOS_BACK_HUGETLB) {
       mos_os_madvise((void *)a, e - a, MADV_FREE);
@@ -83,13 +80,13 @@ int mos_madvise(void *addr, size_t len, int advice) {
   bool own = advice == MADV_DONTNEED || advice == MADV_DONTNEED_LOCKED || advice == MADV_FREE ||
              advice == MADV_REMOVE;
   if (!(thp || own) || len == 0) return mos_os_madvise(addr, len, advice);
-  uintptr_t b = up(a + len, MOS_PAGE_4K);
+  uintptr_t b = mos_up(a + len, MOS_PAGE_4K);
   if (a % MOS_PAGE_4K || b < a) {
     errno = EINVAL;
     return -1;
   }
   bool any = false;
-  for (int i = 0; i < MOS_NPOOLS; i++) any |= a < pool_end(&mos_cfg.pool[i]) && b > mos_cfg.pool[i].start;
+  for (int i = 0; i < MOS_NPOOLS; i++) any |= a < mos_pool_end(&mos_cfg.pool[i]) && b > mos_cfg.pool[i].start;
   if (!any) return mos_os_madvise(addr, len, advice);
   int err = 0;
   while (a < b) {
@@ -97,7 +94,7 @@ int mos_madvise(void *addr, size_t len, int advice) {
     uintptr_t e = b;
     int r = 0;
     if (p) {
-      e = b < pool_end(p) ? b : pool_end(p);
+      e = b < mos_pool_end(p) ? b : mos_pool_end(p);
       if (thp) r = 0;
       else if (p->kind == MOS_FILE) r = mos_os_madvise((void *)a, e - a, advice) ? errno : 0;
       else r = advise_in_pool(p, a, e, advice);

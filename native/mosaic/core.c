@@ -34,15 +34,22 @@ static volatile pid_t init_tid;
  * at the heap's break: realloc growth at the top of the heap stays in place (docs/mosaic.md has the
  * figures).  dalloc still opts out, so freed extents are kept ("retained") and reused all the same. */
 const char *mos_je_malloc_conf = "oversize_threshold:0,muzzy_decay_ms:0,retain:false";
+/* With XLAT_MOSAIC_KEEP_FREED, dirty pages never decay (dirty_decay_ms:-1, as glibc with trimming
+ * off, which is how Mosalloc ran it), and the purge hook refuses: freed memory stays populated.  Set
+ * before jemalloc starts, which is when it reads its options (a MALLOC_CONF in the environment is
+ * read after this and may change the decay, but never makes the hook purge). */
+static const char keep_freed_conf[] = "oversize_threshold:0,muzzy_decay_ms:0,retain:false,dirty_decay_ms:-1";
 
 /* ---- extent hooks -------------------------------------------------------------------------------- */
 
 static void *ext_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t alignment, bool *zero, bool *commit,
                        unsigned arena) {
   (void)h, (void)arena;
-  void *p = mos_heap_extend(size, alignment, new_addr);
+  bool zeroed;
+  void *p = mos_heap_take(size, alignment, new_addr, &zeroed);
   if (!p) return NULL;
-  *zero = true; /* fresh, or zeroed when it was given back by a brk shrink */
+  if (*zero && !zeroed) memset(p, 0, size); /* a kept hole (XLAT_MOSAIC_KEEP_FREED) asked to be zero */
+  *zero = zeroed || *zero; /* fresh, zeroed when it became a hole, or just now */
   *commit = true;
   return p;
 }
@@ -63,6 +70,7 @@ static bool ext_decommit(extent_hooks_t *h, void *a, size_t s, size_t o, size_t 
 }
 static bool ext_purge_forced(extent_hooks_t *h, void *a, size_t s, size_t o, size_t l, unsigned i) {
   (void)h, (void)s, (void)i;
+  if (mos_cfg.keep_freed) return true; /* opt out: freed memory stays populated */
   return !mos_heap_purge((char *)a + o, l);
 }
 static bool ext_split(extent_hooks_t *h, void *a, size_t s, size_t sa, size_t sb, bool c, unsigned i) {
@@ -143,6 +151,8 @@ static void warn_if_no_cow_headroom(void) {
 
 static void mos_postfork_child(void) {
   mos_pools_reinit_locks();
+  mos_cfg.cpu_start_ns = 0; /* a new process: its CPU time and faults start at 0 */
+  mos_cfg.minflt_start = 0;
   /* the child's own map file, so that a child killed before it exits is still seen by --verify
    * (exit status unknown); it has no status yet, whatever its parent recorded */
   mos_exit_status = -1;
@@ -162,7 +172,9 @@ void *mos_mmap_bootstrap(void *addr, size_t len, int prot, int flags, int fd, of
   if (mos_pools_ready && mos_init_by_me() && addr == NULL && len >= MOS_PAGE_2M && (flags & MAP_ANONYMOUS) &&
       (flags & MAP_TYPE) == MAP_PRIVATE &&
       !(flags & (MAP_FIXED | MAP_HUGETLB)) && prot == (PROT_READ | PROT_WRITE)) {
-    void *p = mos_heap_extend((len + MOS_PAGE_4K - 1) & ~(MOS_PAGE_4K - 1), MOS_PAGE_2M, NULL);
+    bool zeroed;
+    void *p = mos_heap_take(mos_up(len, MOS_PAGE_4K), MOS_PAGE_2M, NULL, &zeroed);
+    if (p && !zeroed) memset(p, 0, len); /* as from mmap */
     if (p) return p;
   }
   return mos_os_mmap(addr, len, prot, flags, fd, off);
@@ -186,6 +198,7 @@ void mos_init_slow(void) {
     init_tid = mos_os_gettid();
     mos_fatal_hook = report_fatal;
     mos_options_load(&mos_cfg);
+    if (mos_cfg.keep_freed) mos_je_malloc_conf = keep_freed_conf;
     mos_pools_map(&mos_cfg);
     __sync_synchronize();
     mos_pools_ready = 1;
@@ -198,6 +211,8 @@ void mos_init_slow(void) {
     /* Starting jemalloc maps its bootstrap memory (base metadata, arena 0's first extents) with
      * its default hooks; mos_mmap_bootstrap puts those mappings in the heap pool too. */
     attach_jemalloc();
+    mos_cfg.cpu_start_ns = mos_os_cpu_ns();
+    mos_cfg.minflt_start = mos_os_minflt();
     __sync_synchronize();
     mos_state = 2;
     /* the exit status, for the report: on_exit handlers get it from exit() and from main's return
@@ -276,7 +291,8 @@ void mos_report_exec(const char *target) {
 
 /* The header of a map file: which process (pid, parent, executable), the mode, what happened
  * (start, exit, demand, fatal) and, once known, the exit status. */
-static void report_header(outbuf_t *o, pid_t pid, const char *event) {
+static void report_header(outbuf_t *o, pid_t pid, const char *event, unsigned long long cpu_ns,
+                          unsigned long long minflt) {
   ob_str(o, "# xlat mosaic map v1: pool NAME START SIZE BRK FALLBACK_BYTES FALLBACK_COUNT HIGH_WATER; "
             "window POOL OFFSET LENGTH PAGE BACKING START\n");
   ob_str(o, "pid ");
@@ -300,6 +316,16 @@ static void report_header(outbuf_t *o, pid_t pid, const char *event) {
     ob_str(o, "\nstatus ");
     ob_u64(o, (uint64_t)mos_exit_status);
   }
+  ob_str(o, "\ncpu_start_ns ");
+  ob_u64(o, mos_cfg.cpu_start_ns);
+  ob_str(o, "\nminflt_start ");
+  ob_u64(o, mos_cfg.minflt_start);
+  if (cpu_ns) {
+    ob_str(o, "\ncpu_ns ");
+    ob_u64(o, cpu_ns);
+    ob_str(o, "\nminflt ");
+    ob_u64(o, minflt);
+  }
   if (!strcmp(event, "exec") && exec_target[0]) {
     ob_str(o, "\ntarget ");
     ob_str(o, exec_target);
@@ -317,7 +343,7 @@ static void report_fatal(const char *sentence) {
   o.fd = open_report("map", pid);
   if (o.fd < 0) return;
   mos_exit_status = 127;
-  report_header(&o, pid, "fatal");
+  report_header(&o, pid, "fatal", 0, 0);
   ob_str(&o, "message ");
   ob_str(&o, sentence);
   ob_str(&o, "\n");
@@ -330,12 +356,15 @@ static void report_fatal(const char *sentence) {
  * "exit" or "demand" (map and smaps). */
 void mos_report_write(const char *what) {
   if (!mos_cfg.report_dir || mos_state != 2) return;
+  /* the CPU time at the event, before writing the report costs any (exit and demand events) */
+  unsigned long long cpu_ns = what && strcmp(what, "exec") ? mos_os_cpu_ns() : 0;
+  unsigned long long minflt = cpu_ns ? mos_os_minflt() : 0;
   pid_t pid = mos_os_getpid();
   outbuf_t o;
   o.n = 0;
   o.fd = open_report("map", pid);
   if (o.fd < 0) return;
-  report_header(&o, pid, what ? what : "start");
+  report_header(&o, pid, what ? what : "start", cpu_ns, minflt);
   for (int i = 0; i < MOS_NPOOLS; i++) {
     mos_pool_t *p = &mos_cfg.pool[i];
     ob_str(&o, "pool ");

@@ -68,17 +68,31 @@ typedef struct mos_pool {
   size_t fallback_bytes; /* requests the pool could not serve, given to the kernel instead */
   unsigned long fallback_count;
   size_t high_water;     /* highest offset ever handed out */
+  size_t prefault;       /* bytes from the start populated at start-up (XLAT_MOSAIC_PREFAULT) */
 } mos_pool_t;
 
 typedef struct mos_config {
   int mode;         /* enum mos_mode */
   bool best_effort; /* degrade unavailable huge windows to 4KB instead of failing */
   bool verbose;
+  /* XLAT_MOSAIC_KEEP_FREED=1: memory the program frees stays populated, as in Mosalloc's pools
+   * (glibc with trimming off): jemalloc never purges, and pool ranges given back (munmap, a brk
+   * shrink) are zeroed in place instead of dropped with MADV_DONTNEED, so reusing them faults
+   * nothing in.  The program's own madvise keeps its semantics (advise.c). */
+  bool keep_freed;
   const char *report_dir; /* where map.<pid> and smaps.<pid> are written, or NULL */
+  /* CPU time of the process when start-up ended (pools mapped and prefaulted, jemalloc attached):
+   * reported, so that a timing can leave start-up out (xlat experiment's "work" runtime) */
+  unsigned long long cpu_start_ns;
+  unsigned long long minflt_start; /* its minor page faults then (the prefault's among them) */
   mos_pool_t pool[MOS_NPOOLS];
 } mos_config_t;
 
 extern mos_config_t mos_cfg;
+
+static inline uintptr_t mos_up(uintptr_t x, size_t a) { return (x + a - 1) & ~(uintptr_t)(a - 1); }
+static inline uintptr_t mos_down(uintptr_t x, size_t a) { return x & ~(uintptr_t)(a - 1); }
+static inline uintptr_t mos_pool_end(const mos_pool_t *p) { return p->start + p->size; }
 
 /* options.c */
 void mos_options_load(mos_config_t *cfg);                     /* exits with one sentence on bad input */
@@ -90,16 +104,32 @@ size_t mos_fmt_u64(char *buf, uint64_t v);
 /* pool.c */
 void mos_pools_map(mos_config_t *cfg);   /* exits with one sentence if the layout cannot be honoured */
 mos_pool_t *mos_pool_of(uintptr_t addr); /* the pool containing addr, or NULL */
-void *mos_heap_extend(size_t size, size_t alignment, void *at); /* jemalloc extents; NULL if full */
-bool mos_heap_purge(void *addr, size_t len); /* zero+release 4KB-only ranges; false if not possible */
-void *mos_sbrk(intptr_t inc);
-int mos_brk(void *addr);
 void *mos_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int mos_munmap(void *addr, size_t len);
 void *mos_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr);
 void mos_zero_range(mos_pool_t *p, uintptr_t a, uintptr_t b); /* zero, keeping page sizes */
+void mos_release(mos_pool_t *p, uintptr_t a, uintptr_t b);    /* zero (or keep), read-write again */
+bool mos_rs_insert(mos_rangeset_t *s, uintptr_t a, uintptr_t b);
+bool mos_rs_remove(mos_rangeset_t *s, uintptr_t a, uintptr_t b);
+bool mos_rs_covers(const mos_rangeset_t *s, uintptr_t a, uintptr_t b);
 uintptr_t mos_piece(const mos_pool_t *p, uintptr_t addr, uintptr_t limit, int *backing);
 size_t mos_rs_lower(const mos_rangeset_t *s, uintptr_t a); /* first range ending after a */
+
+/* heap.c: the program break and the holes freed blocks leave below it */
+/* size bytes at `alignment` (a hole first fit, else the break), or exactly at `at` (in place growth
+ * of what ends there); *zeroed says whether the memory reads as zero; NULL if it cannot be had */
+void *mos_heap_take(size_t size, size_t alignment, void *at, bool *zeroed);
+void mos_heap_give(uintptr_t a, uintptr_t b); /* [a,b) becomes a hole (zeroed unless keep_freed) */
+bool mos_heap_purge(void *addr, size_t len); /* zero+release 4KB-only ranges; false if not possible */
+void *mos_sbrk(intptr_t inc);
+int mos_brk(void *addr);
+
+/* big.c: blocks grown by realloc past MOS_BIG_MIN, kept at page granularity */
+#define MOS_BIG_MIN MOS_MiB
+extern volatile size_t mos_big_live; /* how many there are (read without the lock as a hint) */
+void *mos_big_realloc(void *p, size_t n); /* realloc of p (not NULL) when n >= MOS_BIG_MIN or blocks live */
+bool mos_big_free(void *p);               /* true if p was such a block (now freed) */
+size_t mos_big_usable(void *p);           /* its usable size, or 0 if p is not one */
 
 /* advise.c */
 int mos_madvise(void *addr, size_t len, int advice); /* Linux's semantics over pool memory */

@@ -9,6 +9,8 @@
  *   XLAT_MOSAIC_HEAP="SIZE [OFF:LEN:PAGE]..."  pool size and windows, all in bytes, space separated
  *   XLAT_MOSAIC_ANON=...  XLAT_MOSAIC_FILE=SIZE    (the file pool takes no windows)
  *   XLAT_MOSAIC_BEST_EFFORT=0|1           degrade unavailable huge windows to 4KB instead of failing
+ *   XLAT_MOSAIC_KEEP_FREED=0|1            freed pool memory stays populated (no purging, zeroed in place)
+ *   XLAT_MOSAIC_PREFAULT="HEAP ANON"      bytes at the start of the heap and anon pools to populate at start-up
  *   XLAT_MOSAIC_REPORT=DIR                write DIR/map.PID at start and DIR/smaps.PID at exit
  *   XLAT_MOSAIC_VERBOSE=0|1               print what was mapped on stderr
  */
@@ -136,6 +138,24 @@ static void load_pool(mos_pool_t *pool, const char *var, size_t dflt, bool windo
   pool->nwin = k;
 }
 
+/* XLAT_MOSAIC_PREFAULT="HEAP ANON": how many bytes from the start of the heap and the anon pool to
+ * populate (fault in) at start-up, at most each pool's size. */
+static void load_prefault(mos_config_t *cfg) {
+  static const char var[] = "XLAT_MOSAIC_PREFAULT";
+  const char *s = getenv(var);
+  if (!s || !*s) return;
+  mos_pool_t *pools[2] = {&cfg->pool[MOS_HEAP], &cfg->pool[MOS_ANON]};
+  for (int i = 0; i < 2; i++) {
+    uint64_t n;
+    while (*s == ' ') s++;
+    if (!parse_u64(&s, &n)) bad(var, " must be two byte counts, for the heap and the anon pool.");
+    if (n > pools[i]->size) bad(var, " asks to populate more than the pool's size.");
+    pools[i]->prefault = n;
+  }
+  while (*s == ' ') s++;
+  if (*s) bad(var, " must be two byte counts, for the heap and the anon pool.");
+}
+
 static bool env_flag(const char *var) {
   const char *s = getenv(var);
   if (!s || !*s || !strcmp(s, "0")) return false;
@@ -179,6 +199,7 @@ void mos_options_load(mos_config_t *cfg) {
     bad("XLAT_MOSAIC_MODE", " must be hugetlb or thp.");
   cfg->best_effort = env_flag("XLAT_MOSAIC_BEST_EFFORT");
   cfg->verbose = env_flag("XLAT_MOSAIC_VERBOSE");
+  cfg->keep_freed = env_flag("XLAT_MOSAIC_KEEP_FREED");
 
   static const struct {
     const char *var, *name;
@@ -203,4 +224,5 @@ void mos_options_load(mos_config_t *cfg) {
           p->win[w].page = MOS_PAGE_2M;
         }
   }
+  load_prefault(cfg);
 }

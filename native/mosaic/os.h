@@ -44,6 +44,18 @@ static inline int mos_os_open(const char *path, int flags, int mode) {
 static inline int mos_os_close(int fd) { return (int)syscall(SYS_close, fd); }
 static inline pid_t mos_os_getpid(void) { return (pid_t)syscall(SYS_getpid); }
 static inline pid_t mos_os_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+/* Minor page faults of the whole process so far (getrusage(RUSAGE_SELF).ru_minflt). */
+static inline unsigned long long mos_os_minflt(void) {
+  struct { long t[4]; long maxrss, ixrss, idrss, isrss, minflt, majflt, rest[8]; } ru;
+  if (syscall(SYS_getrusage, 0 /* RUSAGE_SELF */, &ru) != 0) return 0;
+  return (unsigned long long)ru.minflt;
+}
+/* CPU time of the whole process (all threads) so far, in ns (CLOCK_PROCESS_CPUTIME_ID). */
+static inline unsigned long long mos_os_cpu_ns(void) {
+  struct { long s, ns; } ts = {0, 0};
+  if (syscall(SYS_clock_gettime, 2 /* CLOCK_PROCESS_CPUTIME_ID */, &ts) != 0) return 0;
+  return (unsigned long long)ts.s * 1000000000ULL + (unsigned long long)ts.ns;
+}
 __attribute__((noreturn)) static inline void mos_os_exit(int status) { syscall(SYS_exit_group, status); __builtin_unreachable(); }
 
 #endif

@@ -23,7 +23,9 @@ EXPORT void *malloc(size_t n) {
   return mos_je_malloc(n);
 }
 EXPORT void free(void *p) {
-  if (p) mos_je_free(p);
+  if (!p) return;
+  if (__builtin_expect(mos_big_live != 0, 0) && mos_big_free(p)) return; /* a realloc-grown block (big.c) */
+  mos_je_free(p);
 }
 EXPORT void *calloc(size_t n, size_t s) {
   mos_ensure_init();
@@ -31,6 +33,8 @@ EXPORT void *calloc(size_t n, size_t s) {
 }
 EXPORT void *realloc(void *p, size_t n) {
   mos_ensure_init();
+  /* growth to 1 MiB or more, and any resize while realloc-grown blocks live: big.c */
+  if (p && (n >= MOS_BIG_MIN || mos_big_live)) return mos_big_realloc(p, n);
   return mos_je_realloc(p, n);
 }
 EXPORT void *reallocarray(void *p, size_t n, size_t s) {
@@ -67,7 +71,11 @@ EXPORT void *pvalloc(size_t n) {
   mos_ensure_init();
   return mos_je_memalign(MOS_PAGE_4K, r ? r : MOS_PAGE_4K);
 }
-EXPORT size_t malloc_usable_size(void *p) { return p ? mos_je_malloc_usable_size(p) : 0; }
+EXPORT size_t malloc_usable_size(void *p) {
+  if (!p) return 0;
+  size_t big = mos_big_usable(p);
+  return big ? big : mos_je_malloc_usable_size(p);
+}
 
 /* ---- system calls ------------------------------------------------------------------------------- */
 

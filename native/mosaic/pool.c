@@ -43,9 +43,6 @@
 #define IS_PRIVATE(flags) (((flags) & MAP_TYPE) == MAP_PRIVATE)
 #define ANON_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
 
-static inline uintptr_t up(uintptr_t x, size_t a) { return (x + a - 1) & ~(uintptr_t)(a - 1); }
-static inline uintptr_t down(uintptr_t x, size_t a) { return x & ~(uintptr_t)(a - 1); }
-static inline uintptr_t pool_end(const mos_pool_t *p) { return p->start + p->size; }
 
 /* ---- range sets (sorted, disjoint, coalesced), stored in raw mmap memory ---------------------- */
 
@@ -74,7 +71,7 @@ size_t mos_rs_lower(const mos_rangeset_t *s, uintptr_t a) {
 }
 
 /* Union [a,b) into the set, coalescing with touching neighbours. */
-static bool rs_insert(mos_rangeset_t *s, uintptr_t a, uintptr_t b) {
+bool mos_rs_insert(mos_rangeset_t *s, uintptr_t a, uintptr_t b) {
   if (a >= b) return true;
   if (!rs_reserve(s, 1)) return false;
   size_t i = 0;
@@ -102,7 +99,7 @@ static bool rs_insert(mos_rangeset_t *s, uintptr_t a, uintptr_t b) {
 }
 
 /* Subtract [a,b) from the set. */
-static bool rs_remove(mos_rangeset_t *s, uintptr_t a, uintptr_t b) {
+bool mos_rs_remove(mos_rangeset_t *s, uintptr_t a, uintptr_t b) {
   if (a >= b) return true;
   if (!rs_reserve(s, 1)) return false;
   size_t i = mos_rs_lower(s, a);
@@ -123,7 +120,7 @@ static bool rs_remove(mos_rangeset_t *s, uintptr_t a, uintptr_t b) {
   return true;
 }
 
-static bool rs_covers(const mos_rangeset_t *s, uintptr_t a, uintptr_t b) {
+bool mos_rs_covers(const mos_rangeset_t *s, uintptr_t a, uintptr_t b) {
   size_t i = mos_rs_lower(s, a);
   return i < s->n && s->r[i].start <= a && s->r[i].end >= b;
 }
@@ -173,7 +170,7 @@ static uintptr_t piece_end(const mos_pool_t *p, uintptr_t addr, uintptr_t limit)
   uintptr_t e;
   if (w) e = p->start + w->offset + w->length;
   else {
-    e = pool_end(p);
+    e = mos_pool_end(p);
     uintptr_t off = addr - p->start;
     for (int i = 0; i < p->nwin; i++)
       if (p->win[i].offset > off) { e = p->start + p->win[i].offset; break; }
@@ -197,7 +194,7 @@ static void zero_in_place(uintptr_t s, uintptr_t e) {
 static void zero_resident(uintptr_t a, uintptr_t b, size_t unit) {
   unsigned char vec[512];
   if (unit != MOS_PAGE_4K) {
-    for (uintptr_t g = down(a, unit); g < b; g += unit) {
+    for (uintptr_t g = mos_down(a, unit); g < b; g += unit) {
       uintptr_t s = g < a ? a : g, e = g + unit < b ? g + unit : b;
       /* one 4KiB probe says whether the huge page is there; if mincore fails, zero anyway */
       if (mos_os_mincore((void *)s, MOS_PAGE_4K, vec) != 0 || (vec[0] & 1)) zero_in_place(s, e);
@@ -232,7 +229,7 @@ void mos_zero_range(mos_pool_t *p, uintptr_t a, uintptr_t b) {
     if (backing == MOS_BACK_HUGETLB) {
       zero_resident(a, e, w->page);
     } else if (backing == MOS_BACK_THP) {
-      uintptr_t ia = up(a, MOS_PAGE_2M), ib = down(e, MOS_PAGE_2M);
+      uintptr_t ia = mos_up(a, MOS_PAGE_2M), ib = mos_down(e, MOS_PAGE_2M);
       if (ia < ib) {
         zero_resident(a, ia, MOS_PAGE_4K);
         mos_os_madvise((void *)ia, ib - ia, MADV_DONTNEED);
@@ -247,22 +244,36 @@ void mos_zero_range(mos_pool_t *p, uintptr_t a, uintptr_t b) {
   }
 }
 
-/* Zero [a,b) and make it read-write again, as if freshly mapped; a and b are 4KiB aligned. */
-static void release(mos_pool_t *p, uintptr_t a, uintptr_t b) {
+/* Zero [a,b) keeping every resident page populated (XLAT_MOSAIC_KEEP_FREED): resident pages are
+ * written with zeros in place, untouched ones already read as zero. */
+static void zero_kept(mos_pool_t *p, uintptr_t a, uintptr_t b) {
+  while (a < b) {
+    uintptr_t e = piece_end(p, a, b);
+    const mos_window_t *w = window_at(p, a);
+    zero_resident(a, e, w && w->backing == MOS_BACK_HUGETLB ? w->page : MOS_PAGE_4K);
+    a = e;
+  }
+}
+
+/* Zero [a,b) and make it read-write again, as if freshly mapped; a and b are 4KiB aligned.  The
+ * memory is dropped where that keeps page sizes (mos_zero_range), or zeroed in place with
+ * XLAT_MOSAIC_KEEP_FREED. */
+void mos_release(mos_pool_t *p, uintptr_t a, uintptr_t b) {
   uintptr_t s = a;
   while (s < b) {
     uintptr_t e = piece_end(p, s, b);
     const mos_window_t *w = window_at(p, s);
     if (w && w->backing == MOS_BACK_HUGETLB) {
       /* hugetlb protections change only in whole huge pages; partial pages were never changed */
-      uintptr_t ia = up(s, w->page), ib = down(e, w->page);
+      uintptr_t ia = mos_up(s, w->page), ib = mos_down(e, w->page);
       if (ia < ib) mos_os_mprotect((void *)ia, ib - ia, RW);
     } else {
       mos_os_mprotect((void *)s, e - s, RW);
     }
     s = e;
   }
-  mos_zero_range(p, a, b);
+  if (mos_cfg.keep_freed) zero_kept(p, a, b);
+  else mos_zero_range(p, a, b);
 }
 
 /* ---- mapping the pools at start ---------------------------------------------------------------- */
@@ -271,7 +282,7 @@ static void map_pool(mos_config_t *cfg, mos_pool_t *p) {
   size_t slack = MOS_GiB;
   void *r = mos_os_mmap(NULL, p->size + slack, PROT_NONE, ANON_FLAGS, -1, 0);
   if (r == MAP_FAILED) mos_fatal("could not reserve address space for the ", p->name, " pool.");
-  uintptr_t start = up((uintptr_t)r, MOS_GiB);
+  uintptr_t start = mos_up((uintptr_t)r, MOS_GiB);
   if (start > (uintptr_t)r) mos_os_munmap(r, start - (uintptr_t)r);
   uintptr_t rend = (uintptr_t)r + p->size + slack;
   if (rend > start + p->size) mos_os_munmap((void *)(start + p->size), rend - (start + p->size));
@@ -282,7 +293,7 @@ static void map_pool(mos_config_t *cfg, mos_pool_t *p) {
 
   if (p->kind == MOS_FILE) {
     /* stays PROT_NONE: file mappings are placed over it with MAP_FIXED */
-    rs_insert(&p->free, start, start + p->size);
+    mos_rs_insert(&p->free, start, start + p->size);
     return;
   }
   if (mos_os_mmap((void *)start, p->size, RW, ANON_FLAGS | MAP_FIXED, -1, 0) == MAP_FAILED)
@@ -320,17 +331,27 @@ static void map_pool(mos_config_t *cfg, mos_pool_t *p) {
     mos_warn("a huge-page window of the ", p->name, " pool falls back to 4KB pages: too few free huge pages.");
     w->backing = MOS_BACK_FALLBACK_4K;
   }
-  if (p->kind == MOS_ANON) rs_insert(&p->free, start, start + p->size);
+  if (p->kind == MOS_ANON) mos_rs_insert(&p->free, start, start + p->size);
+}
+
+/* Fault in [a, a+len) of a freshly mapped pool (zero pages, so nothing the program sees changes):
+ * MADV_POPULATE_WRITE (Linux 5.14), or a write to every 4KiB page where the kernel lacks it. */
+static void prefault(uintptr_t a, size_t len) {
+  if (!len || mos_os_madvise((void *)a, len, MADV_POPULATE_WRITE) == 0) return;
+  for (uintptr_t x = a; x < a + len; x += MOS_PAGE_4K) *(volatile char *)x = 0;
 }
 
 void mos_pools_map(mos_config_t *cfg) {
-  for (int i = 0; i < MOS_NPOOLS; i++) map_pool(cfg, &cfg->pool[i]);
+  for (int i = 0; i < MOS_NPOOLS; i++) {
+    map_pool(cfg, &cfg->pool[i]);
+    if (cfg->pool[i].kind != MOS_FILE) prefault(cfg->pool[i].start, mos_up(cfg->pool[i].prefault, MOS_PAGE_4K));
+  }
 }
 
 mos_pool_t *mos_pool_of(uintptr_t addr) {
   for (int i = 0; i < MOS_NPOOLS; i++) {
     mos_pool_t *p = &mos_cfg.pool[i];
-    if (p->start && addr >= p->start && addr < pool_end(p)) return p;
+    if (p->start && addr >= p->start && addr < mos_pool_end(p)) return p;
   }
   return NULL;
 }
@@ -343,69 +364,6 @@ void mos_pools_unlock_all(void) {
 }
 void mos_pools_reinit_locks(void) {
   for (int i = 0; i < MOS_NPOOLS; i++) pthread_mutex_init(&mos_cfg.pool[i].lock, NULL);
-}
-
-/* ---- heap pool: the program break ---------------------------------------------------------------- */
-
-static bool heap_warned;
-
-void *mos_heap_extend(size_t size, size_t alignment, void *at) {
-  mos_pool_t *p = &mos_cfg.pool[MOS_HEAP];
-  if (alignment < MOS_PAGE_4K) alignment = MOS_PAGE_4K;
-  pthread_mutex_lock(&p->lock);
-  uintptr_t base = at ? (uintptr_t)at : up(p->brk, alignment);
-  void *res = NULL;
-  if ((!at || base == p->brk) && base >= p->brk && base + size <= pool_end(p) && base + size > base) {
-    p->brk = base + size;
-    if (p->brk - p->start > p->high_water) p->high_water = p->brk - p->start;
-    res = (void *)base;
-  }
-  bool warn = !res && !at && !heap_warned;
-  if (warn) heap_warned = true;
-  pthread_mutex_unlock(&p->lock);
-  if (warn) mos_warn("the heap pool is exhausted, so malloc now returns NULL", " (raise [heap] size in the layout)", ".");
-  return res;
-}
-
-bool mos_heap_purge(void *addr, size_t len) {
-  mos_pool_t *p = &mos_cfg.pool[MOS_HEAP];
-  uintptr_t a = (uintptr_t)addr, b = a + len;
-  if (a % MOS_PAGE_4K || b % MOS_PAGE_4K) return false;
-  /* only ranges entirely on 4KB pages: dropping part of a huge page would split or free it */
-  for (int i = 0; i < p->nwin; i++) {
-    uintptr_t ws = p->start + p->win[i].offset, we = ws + p->win[i].length;
-    if (a < we && b > ws && p->win[i].backing != MOS_BACK_FALLBACK_4K) return false;
-  }
-  return mos_os_madvise(addr, len, MADV_DONTNEED) == 0;
-}
-
-void *mos_sbrk(intptr_t inc) {
-  mos_pool_t *p = &mos_cfg.pool[MOS_HEAP];
-  pthread_mutex_lock(&p->lock);
-  uintptr_t old = p->brk, nb = old + (uintptr_t)inc;
-  if ((inc > 0 && (nb > pool_end(p) || nb < old)) || (inc < 0 && (nb < p->start || nb > old))) {
-    pthread_mutex_unlock(&p->lock);
-    errno = ENOMEM;
-    return (void *)-1;
-  }
-  if (inc < 0 && up(nb, MOS_PAGE_4K) < up(old, MOS_PAGE_4K)) release(p, up(nb, MOS_PAGE_4K), up(old, MOS_PAGE_4K));
-  p->brk = nb;
-  if (nb - p->start > p->high_water) p->high_water = nb - p->start;
-  pthread_mutex_unlock(&p->lock);
-  return (void *)old;
-}
-
-int mos_brk(void *addr) {
-  mos_pool_t *p = &mos_cfg.pool[MOS_HEAP];
-  uintptr_t a = (uintptr_t)addr;
-  if (a < p->start || a > pool_end(p)) {
-    errno = ENOMEM;
-    return -1;
-  }
-  pthread_mutex_lock(&p->lock);
-  intptr_t inc = (intptr_t)(a - p->brk);
-  pthread_mutex_unlock(&p->lock);
-  return mos_sbrk(inc) == (void *)-1 ? -1 : 0;
 }
 
 /* ---- anonymous and file pools ------------------------------------------------------------------- */
@@ -425,7 +383,7 @@ static uintptr_t take_first_fit(mos_pool_t *p, size_t len) {
   for (size_t i = 0; i < p->free.n; i++)
     if (p->free.r[i].end - p->free.r[i].start >= len) {
       res = p->free.r[i].start;
-      if (!rs_remove(&p->free, res, res + len)) res = 0;
+      if (!mos_rs_remove(&p->free, res, res + len)) res = 0;
       else if (res + len - p->start > p->high_water) p->high_water = res + len - p->start;
       break;
     }
@@ -451,7 +409,7 @@ static uintptr_t take_first_fit_4k(mos_pool_t *p, size_t len) {
       a = e;
     }
   }
-  if (res && !rs_remove(&p->free, res, res + len)) res = 0;
+  if (res && !mos_rs_remove(&p->free, res, res + len)) res = 0;
   if (res && res + len - p->start > p->high_water) p->high_water = res + len - p->start;
   pthread_mutex_unlock(&p->lock);
   return res;
@@ -470,7 +428,7 @@ static void free_part_foreign(mos_pool_t *p, uintptr_t a, uintptr_t b) {
    * back, piece by piece.  A piece that cannot get it back (part of a hugetlb page, or no free huge
    * page any more) stays reserved PROT_NONE and is never handed out again. */
   mos_os_munmap((void *)a, b - a);
-  rs_remove(&p->foreign, a, b);
+  mos_rs_remove(&p->foreign, a, b);
   while (a < b) {
     uintptr_t e = piece_end(p, a, b);
     const mos_window_t *w = window_at(p, a);
@@ -486,13 +444,13 @@ static void free_part_foreign(mos_pool_t *p, uintptr_t a, uintptr_t b) {
       if (ok) mos_os_madvise((void *)a, e - a, backing == MOS_BACK_THP ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
     }
     if (!ok) reserve_again(p, a, e);
-    else if (p->kind == MOS_ANON) rs_insert(&p->free, a, e);
+    else if (p->kind == MOS_ANON) mos_rs_insert(&p->free, a, e);
     a = e;
   }
 }
 static void free_part_plain(mos_pool_t *p, uintptr_t a, uintptr_t b) {
-  release(p, a, b);
-  if (p->kind == MOS_ANON) rs_insert(&p->free, a, b);
+  mos_release(p, a, b);
+  if (p->kind == MOS_ANON) mos_rs_insert(&p->free, a, b);
 }
 static void free_part_anon(mos_pool_t *p, uintptr_t a, uintptr_t b) {
   /* split [a,b) by the foreign set: foreign parts inside, plain parts in the gaps */
@@ -514,7 +472,7 @@ static void free_part_anon(mos_pool_t *p, uintptr_t a, uintptr_t b) {
 }
 static void free_part_file(mos_pool_t *p, uintptr_t a, uintptr_t b) {
   reserve_again(p, a, b);
-  rs_insert(&p->free, a, b);
+  mos_rs_insert(&p->free, a, b);
 }
 
 static void pool_unmap(mos_pool_t *p, uintptr_t a, uintptr_t b) {
@@ -531,12 +489,12 @@ int mos_munmap(void *addr, size_t len) {
     errno = EINVAL;
     return -1;
   }
-  uintptr_t b = up(a + len, MOS_PAGE_4K);
+  uintptr_t b = mos_up(a + len, MOS_PAGE_4K);
   /* split the range by the (at most three) pools; whatever lies outside goes to the kernel */
   while (a < b) {
     mos_pool_t *p = mos_pool_of(a);
     if (p) {
-      uintptr_t e = b < pool_end(p) ? b : pool_end(p);
+      uintptr_t e = b < mos_pool_end(p) ? b : mos_pool_end(p);
       pool_unmap(p, a, e);
       a = e;
       continue;
@@ -557,7 +515,7 @@ static void *fixed_into_pool(mos_pool_t *p, uintptr_t a, uintptr_t b, int prot, 
   bool private_anon = (flags & MAP_ANONYMOUS) && IS_PRIVATE(flags) && !(flags & MAP_HUGETLB);
   pthread_mutex_lock(&p->lock);
   if (flags & MAP_FIXED_NOREPLACE) {
-    bool all_free = p->kind != MOS_HEAP && rs_covers(&p->free, a, b);
+    bool all_free = p->kind != MOS_HEAP && mos_rs_covers(&p->free, a, b);
     if (!all_free) {
       pthread_mutex_unlock(&p->lock);
       errno = EEXIST;
@@ -568,16 +526,18 @@ static void *fixed_into_pool(mos_pool_t *p, uintptr_t a, uintptr_t b, int prot, 
    * protection cannot be applied (part of a hugetlb page), the kernel maps the range instead. */
   if (private_anon && p->kind != MOS_FILE && !rs_overlaps(&p->foreign, a, b) &&
       (prot == RW || mos_os_mprotect((void *)a, b - a, prot) == 0)) {
-    rs_each_gap(p, &p->free, a, b, release); /* allocated parts hold old data */
+    /* allocated parts hold old data, and so may the heap's holes (XLAT_MOSAIC_KEEP_FREED) */
+    if (p->kind == MOS_HEAP) mos_release(p, a, b);
+    else rs_each_gap(p, &p->free, a, b, mos_release);
     if (prot != RW) mos_os_mprotect((void *)a, b - a, prot); /* release made them read-write */
-    if (p->kind == MOS_ANON) rs_remove(&p->free, a, b);
+    mos_rs_remove(&p->free, a, b); /* anon: no longer free; heap: no longer a hole */
     pthread_mutex_unlock(&p->lock);
     return (void *)a;
   }
   void *r = mos_os_mmap((void *)a, b - a, prot, (flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED, fd, off);
   if (r != MAP_FAILED) {
-    if (p->kind != MOS_HEAP) rs_remove(&p->free, a, b);
-    if (p->kind != MOS_FILE) rs_insert(&p->foreign, a, b);
+    mos_rs_remove(&p->free, a, b);
+    if (p->kind != MOS_FILE) mos_rs_insert(&p->foreign, a, b);
   }
   pthread_mutex_unlock(&p->lock);
   return r;
@@ -588,7 +548,7 @@ void *mos_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     errno = EINVAL;
     return MAP_FAILED;
   }
-  size_t rlen = up(len, MOS_PAGE_4K);
+  size_t rlen = mos_up(len, MOS_PAGE_4K);
   if (rlen < len) {
     errno = ENOMEM;
     return MAP_FAILED;
@@ -601,8 +561,8 @@ void *mos_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     }
     for (int i = 0; i < MOS_NPOOLS; i++) {
       mos_pool_t *p = &mos_cfg.pool[i];
-      if (!(a < pool_end(p) && a + rlen > p->start)) continue;
-      if (a >= p->start && a + rlen <= pool_end(p)) return fixed_into_pool(p, a, a + rlen, prot, flags, fd, off);
+      if (!(a < mos_pool_end(p) && a + rlen > p->start)) continue;
+      if (a >= p->start && a + rlen <= mos_pool_end(p)) return fixed_into_pool(p, a, a + rlen, prot, flags, fd, off);
       errno = EINVAL; /* a fixed mapping straddling a pool boundary cannot be tracked */
       return MAP_FAILED;
     }
@@ -621,12 +581,12 @@ void *mos_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
         return (void *)a;
       }
       pthread_mutex_lock(&p->lock);
-      rs_insert(&p->free, a, a + rlen);
+      mos_rs_insert(&p->free, a, a + rlen);
       pthread_mutex_unlock(&p->lock);
       if ((a = take_first_fit_4k(p, rlen))) {
         if (mos_os_mprotect((void *)a, rlen, prot) == 0) return (void *)a;
         pthread_mutex_lock(&p->lock);
-        rs_insert(&p->free, a, a + rlen);
+        mos_rs_insert(&p->free, a, a + rlen);
         pthread_mutex_unlock(&p->lock);
       }
     }
@@ -642,7 +602,7 @@ void *mos_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     if (r != MAP_FAILED) return r;
     pthread_mutex_lock(&p->lock);
     reserve_again(p, a, a + rlen);
-    rs_insert(&p->free, a, a + rlen);
+    mos_rs_insert(&p->free, a, a + rlen);
     pthread_mutex_unlock(&p->lock);
   }
   void *r = mos_os_mmap(addr, len, prot, flags, fd, off);
@@ -659,8 +619,8 @@ void *mos_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new
     errno = EINVAL;
     return MAP_FAILED;
   }
-  uintptr_t ob = up(a + old_len, MOS_PAGE_4K), nb = up(a + new_len, MOS_PAGE_4K);
-  if (ob > pool_end(p)) {
+  uintptr_t ob = mos_up(a + old_len, MOS_PAGE_4K), nb = mos_up(a + new_len, MOS_PAGE_4K);
+  if (ob > mos_pool_end(p)) {
     errno = EFAULT;
     return MAP_FAILED;
   }
@@ -674,9 +634,9 @@ void *mos_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new
     }
     return old;
   }
-  if (p->kind == MOS_ANON && nb <= pool_end(p)) { /* grow in place if the next range is free */
+  if (p->kind == MOS_ANON && nb <= mos_pool_end(p)) { /* grow in place if the next range is free */
     pthread_mutex_lock(&p->lock);
-    bool ok = rs_covers(&p->free, ob, nb) && rs_remove(&p->free, ob, nb);
+    bool ok = mos_rs_covers(&p->free, ob, nb) && mos_rs_remove(&p->free, ob, nb);
     pthread_mutex_unlock(&p->lock);
     if (ok) return old;
   }
@@ -690,7 +650,7 @@ void *mos_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new
     if (r == MAP_FAILED) return r;
     pthread_mutex_lock(&p->lock);
     reserve_again(p, a, ob);
-    rs_insert(&p->free, a, ob);
+    mos_rs_insert(&p->free, a, ob);
     pthread_mutex_unlock(&p->lock);
     note_fallback(p, new_len);
     return r;

@@ -39,6 +39,7 @@ __all__ = [
     "document_chapter5",
     "flatten_counts",
     "inputs_from_counts",
+    "machine_counts",
     "plot_predictions",
     "runtime",
     "speedup_of_scheme",
@@ -54,9 +55,8 @@ T_C_R3K_EXT = 60.0
 #: On a 150 MHz Alpha-like chip (section 5.5: "T_C^alpha = 60 cycles [10]").
 T_C_ALPHA = 60.0
 
-#: The counters the model reads (name in the simulator's counters -> model symbol). Only
-#: ``instructions`` exists in every machine; the ``mach.*`` names are what the Mach machine is
-#: to report (docs/mach-benchmark.md has the table). Rename here if the machine names differ.
+#: The counters the model reads (name -> model symbol). ``instructions`` is the engine's; the
+#: Mach machine's run gives the others through :func:`machine_counts` (docs/mach-benchmark.md).
 COUNTERS: dict[str, str] = {
     "instructions": "I_A",  # the trace's instructions (application + OS; handlers are not in it)
     "mach.handler_instructions": "I_T",  # instructions of the TLB miss handlers (all kinds, STLB/PTLB code)
@@ -71,7 +71,7 @@ MISS_COUNTERS = (
     "mach.misses.l2",
     "mach.misses.l3",
     "mach.misses.invalid",
-    "mach.misses.cascaded",
+    "mach.cascaded",
 )
 
 
@@ -173,10 +173,54 @@ def flatten_counts(d: Mapping[str, Any]) -> dict[str, float]:
     return flat
 
 
+#: What the Mach machine (``[mach]``, docs/mach.md) reports, from which :func:`machine_counts`
+#: derives the model's counters: its TLB-handling cycles, its handlers' loads served by memory
+#: (cache misses), and the memory accesses of every access.
+MACHINE_COUNTERS = (
+    "instructions",
+    "mach.cycles",
+    "mach.loads_hit.DRAM",
+    "dram.accesses",
+    "dram.walk_accesses",
+)
+
+
+def machine_counts(flat: Mapping[str, float], T_C: float = T_C_R3K) -> dict[str, float]:
+    """The model's counters (:data:`COUNTERS`) from the Mach machine's, for a machine whose cache
+    miss costs ``T_C`` cycles on top of a hit (configs/mach/: 25 - 1 = 24, the R3000's):
+
+    - ``C_T``: the handlers' loads served by memory (``mach.loads_hit.DRAM``: PTEs, STLB and PTLB
+      probes and stores);
+    - ``C_A``: the trace's own accesses served by memory (``dram.accesses - dram.walk_accesses``);
+    - ``T``: every TLB-handling cycle (``mach.cycles``: handlers, STLB, PTLB overhead);
+    - ``I_T = T - C_T T_C``: so that ``I_T (1 + M_T T_C) = T`` at the machine's ``T_C``.
+    """
+    need = [k for k in MACHINE_COUNTERS if k not in flat]
+    if need:
+        raise ValueError(f"the counts lack {', '.join(need)} (a run of the Mach machine has them)")
+    C_T = flat["mach.loads_hit.DRAM"]
+    T = flat["mach.cycles"]
+    I_T = T - C_T * T_C
+    if I_T < 0:
+        raise ValueError(
+            f"mach.cycles = {T:g} is less than its {C_T:g} cache misses at T_C = {T_C:g}: "
+            "the counts are not of a machine with that cache miss time"
+        )
+    return {
+        "instructions": flat["instructions"],
+        "mach.handler_instructions": I_T,
+        "mach.app_cache_misses": flat["dram.accesses"] - flat["dram.walk_accesses"],
+        "mach.handler_cache_misses": C_T,
+        "mach.handler_cycles": T,
+    }
+
+
 def inputs_from_counts(counts: Mapping[str, Any], T_C: float = T_C_R3K) -> Inputs:
-    """The model's inputs from a run's counters (:data:`COUNTERS`): ``M_A = C_A / I_A``,
-    ``M_T = C_T / I_T``."""
+    """The model's inputs from a run's counters (:data:`COUNTERS`, or the Mach machine's own,
+    :func:`machine_counts`, read at ``T_C``): ``M_A = C_A / I_A``, ``M_T = C_T / I_T``."""
     c = flatten_counts(counts)
+    if "mach.handler_instructions" not in c and "mach.cycles" in c:
+        c = machine_counts(c, T_C)
     required = [k for k, sym in COUNTERS.items() if sym != "T"]
     need = [k for k in required if k not in c]
     if need:

@@ -1,5 +1,6 @@
-/* Random 8-byte loads over a malloc'd table: a small TLB-bound program for the experiment's
- * end-to-end test.  usage: gather MIB LOADS */
+/* Random 8-byte loads over a malloc'd table, each load's index depending on the one before (so
+ * the loads do not overlap and a page walk adds its latency to every one): a small TLB-bound
+ * program for the experiment's end-to-end test.  usage: gather MIB LOADS */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +12,11 @@ int main(int argc, char **argv) {
   uint64_t *t = malloc(n * sizeof *t);
   if (!t) return 1;
   for (size_t i = 0; i < n; i++) t[i] = i;
-  uint64_t x = 88172645463325252ull, sum = 0;
+  uint64_t x = 88172645463325252ull, sum = 0, j = 0;
   for (size_t i = 0; i < loads; i++) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
-    sum += t[x % n];
+    j = (x ^ t[j]) % n;                       /* the next index needs this load's value */
+    sum += j;
   }
   printf("%llu\n", (unsigned long long)sum);
   return 0;

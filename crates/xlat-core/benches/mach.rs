@@ -5,7 +5,9 @@
 //! 30 random words of a 4MB table per process per IPC, code and stack accesses, the kernel's IPC
 //! path (IPC structures and message buffers in kseg2, handler code in kseg0), and the
 //! IpcSend / ContextSwitch / IpcRecv markers. The figure is the median of `XLAT_BENCH_REPS` runs
-//! (default 5) over batches already built (simulation alone).
+//! (default 5) over batches already built (simulation alone). `XLAT_MACH_CONFIGS=tlb-only,ptlb`
+//! runs only those rows (`tlb-only/no-data`: tlb-only without data through the caches);
+//! `XLAT_BENCH_ACCESSES` sets the trace's length (default 20M).
 
 mod common;
 use common::{env, median, thread_cpu};
@@ -113,13 +115,16 @@ fn main() {
         "config", "wall", "cpu", "L1U", "kernel", "cascaded", "stlb hits", "prefetch"
     );
     println!("(M refs/s per wall second and per CPU second of the simulating thread)");
-    let names = ["tlb-only", "stlb-1k", "stlb-4k", "stlb-2way", "ptlb", "ptlb+stlb", "tlb-only, no data"];
-    for name in names {
-        let file = name.split(',').next().expect("a name");
+    let names = ["tlb-only", "stlb-1k", "stlb-4k", "stlb-2way", "ptlb", "ptlb+stlb", "tlb-only/no-data"];
+    // XLAT_MACH_CONFIGS=a,b: only those rows (e.g. one configuration under callgrind).
+    let only = std::env::var("XLAT_MACH_CONFIGS").unwrap_or_default();
+    let only: Vec<&str> = only.split(',').filter(|s| !s.is_empty()).collect();
+    for name in names.into_iter().filter(|n| only.is_empty() || only.contains(n)) {
+        let file = name.split('/').next().expect("a name");
         let path = dir.join(format!("{file}.toml"));
         let text = std::fs::read_to_string(&path).expect("config");
-        // "no data": the data accesses do not go through the caches (only the handlers' loads).
-        let sets = if name.contains("no data") { vec!["sim.data_through_caches=false".to_string()] } else { vec![] };
+        // "no-data": the data accesses do not go through the caches (only the handlers' loads).
+        let sets = if name.ends_with("/no-data") { vec!["sim.data_through_caches=false".to_string()] } else { vec![] };
         let cfg = Config::from_toml(name, &text, &sets).expect("valid");
         let mut rates = Vec::new();
         let mut cpus = Vec::new();

@@ -102,10 +102,12 @@ def register(sub: Any) -> None:
     s.add_argument(
         "--runtime",
         choices=RUNTIME_METRICS,
-        default="cpu",
-        help="runtime measure: the process's user+sys CPU time (default; robust on a shared "
-        "machine), wall-clock time, or user time only (leaves out the kernel's page-fault work, "
-        "which the simulated H, M, C do not describe)",
+        default="work",
+        help="runtime measure: work (default): the program's CPU time from the end of the "
+        "allocator's start-up, which populates the pools' used part, to exit, so first-touch page "
+        "faults (which no H, M, C describe) are left out; cpu: the process's user+sys CPU time; "
+        "wall: wall-clock time; user: user time (the kernel splits CPU time into user and sys by "
+        "sampling at timer ticks, so it is noisier)",
     )
     s.add_argument(
         "--estimator",

@@ -26,7 +26,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if argv and argv[0] == "--":
         argv = argv[1:]
     try:
-        return run(args.layout, argv, mode=args.mode, verify=args.verify, best_effort=args.best_effort)
+        return run(
+            args.layout,
+            argv,
+            mode=args.mode,
+            verify=args.verify,
+            best_effort=args.best_effort,
+            keep_freed=args.keep_freed,
+        )
     except (MosaicError, LayoutError) as err:
         return _fail(str(err))
 
@@ -79,6 +86,12 @@ def register(subparsers: Any) -> None:
         "--best-effort",
         action="store_true",
         help="run even if huge pages are missing, on 4KB pages where needed",
+    )
+    p.add_argument(
+        "--keep-freed",
+        action="store_true",
+        help="keep memory the program frees populated (no MADV_DONTNEED of freed pool memory, as in "
+        "Mosalloc's pools), so that reusing it takes no page faults",
     )
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     p.set_defaults(func=cmd_run)

@@ -40,7 +40,7 @@ from xlat.experiment.common import ExperimentError
 from xlat.experiment.fitting import fit_models
 from xlat.experiment.layouts import HUGE, LAYOUT_SETS, build_layouts
 from xlat.experiment.mosmodel import mosmodel_experiment
-from xlat.experiment.program import NUMPY_GATHER, Program, programs
+from xlat.experiment.program import INDEX_JOIN, NUMPY_GATHER, Program, programs
 from xlat.experiment.recording import record
 from xlat.experiment.report import ExperimentResult, plot
 from xlat.experiment.simulation import miss_profile, simulate_layouts
@@ -48,6 +48,7 @@ from xlat.experiment.timing import RUNS_FIELDS, RUNTIME_METRICS, cpu_ghz, hardwa
 
 __all__ = [
     "HUGE",
+    "INDEX_JOIN",
     "LAYOUT_SETS",
     "NUMPY_GATHER",
     "RUNS_FIELDS",

@@ -17,7 +17,14 @@ from xlat.experiment.program import Program, programs, resolve
 from xlat.experiment.recording import record
 from xlat.experiment.report import ExperimentResult, plot
 from xlat.experiment.simulation import miss_profile, simulate_layouts
-from xlat.experiment.timing import check_timing, cov_of, cpu_ghz, hardware_counters, measure
+from xlat.experiment.timing import (
+    check_timing,
+    cov_of,
+    cpu_ghz,
+    hardware_counters,
+    measure,
+    prefault_env,
+)
 
 
 def mosmodel_experiment(
@@ -31,7 +38,7 @@ def mosmodel_experiment(
     cov: float = 0.01,
     min_reps: int = 3,
     max_reps: int = 10,
-    metric: str = "cpu",
+    metric: str = "work",
     estimator: str = "median",
     ghz: float | None = None,
     folds: int = 5,
@@ -93,7 +100,9 @@ def mosmodel_experiment(
         except mosaic.MosaicError as e:
             raise ExperimentError(str(e)) from None
     try:
-        times = measure(prog, lays, out, metric, cov, min_reps, max_reps, log)
+        times = measure(
+            prog, lays, out, metric, cov, min_reps, max_reps, log, extra_env=prefault_env(meta["pools"])
+        )
     finally:
         if added:
             mosaic.release(added, "2MB")

@@ -18,15 +18,26 @@ import numpy as np
 
 from xlat.experiment.common import ExperimentError, read_map, say
 from xlat.experiment.program import Program
+from xlat.experiment.recording import ALLOCATOR
 from xlat.layout import Layout
 
 
-def _run_once(prog: Program, layout: Layout, verify: bool) -> dict[str, Any]:
+def prefault_env(traced_pools: dict[str, dict[str, int]]) -> dict[str, str]:
+    """``XLAT_MOSAIC_PREFAULT`` for the timed runs: the part of the heap and anon pools the traced
+    run used (its high-water marks), populated at start-up so that first-touch page faults fall in
+    the allocator's start-up, which the ``work`` runtime leaves out."""
+    return {
+        "XLAT_MOSAIC_PREFAULT": f"{traced_pools['heap']['high_water']} {traced_pools['anon']['high_water']}"
+    }
+
+
+def _run_once(prog: Program, layout: Layout, verify: bool, extra_env: dict[str, str]) -> dict[str, Any]:
     from xlat import mosaic
 
     rep = tempfile.mkdtemp(prefix="xlat-exp-")
     try:
-        env = mosaic.mosaic_env(layout, "hugetlb", report_dir=rep)
+        env = mosaic.mosaic_env(layout, "hugetlb", report_dir=rep, **ALLOCATOR)
+        env.update(extra_env)
         env.update(prog.env)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
@@ -41,6 +52,8 @@ def _run_once(prog: Program, layout: Layout, verify: bool) -> dict[str, Any]:
             )
         report = read_map(rep)
         pools = report.pools
+        if report.cpu_ns is None or report.cpu_start_ns is None or report.minflt is None:
+            raise ExperimentError(f"{prog.name} left no exit report under layout {layout.name}.")
         honoured = not verify or mosaic.verify_report(rep, report.pid, layout, "hugetlb").honoured
     finally:
         shutil.rmtree(rep, ignore_errors=True)
@@ -48,6 +61,8 @@ def _run_once(prog: Program, layout: Layout, verify: bool) -> dict[str, Any]:
         "wall": wall,
         "user": after.ru_utime - before.ru_utime,
         "sys": after.ru_stime - before.ru_stime,
+        "work": (report.cpu_ns - report.cpu_start_ns) / 1e9,
+        "work_faults": report.minflt - report.minflt_start,
         "high_water": {p: v["high_water"] for p, v in pools.items()},
         "fallback_bytes": sum(v["fallback_bytes"] for v in pools.values()),
         "honoured": honoured,
@@ -59,8 +74,9 @@ def cov_of(x: Sequence[float]) -> float:
     return float(a.std(ddof=1) / a.mean()) if len(a) > 1 and a.mean() > 0 else float("inf")
 
 
-#: what R can be: CPU time (user + sys), wall time, or user time
-RUNTIME_METRICS = ("cpu", "wall", "user")
+#: what R can be: the program's CPU time after the allocator's start-up ("work"), CPU time
+#: (user + sys), wall time, or user time
+RUNTIME_METRICS = ("work", "cpu", "wall", "user")
 
 
 def check_timing(metric: str, min_reps: int, max_reps: int) -> None:
@@ -77,6 +93,8 @@ RUNS_FIELDS = [
     "user",
     "sys",
     "cpu",
+    "work",
+    "work_faults",
     "heap_high_water",
     "anon_high_water",
     "fallback_bytes",
@@ -88,17 +106,20 @@ def measure(
     prog: Program,
     layouts: list[Layout],
     out: Path,
-    metric: str = "cpu",
+    metric: str = "work",
     cov: float = 0.01,
     min_reps: int = 3,
     max_reps: int = 10,
     log=None,
+    extra_env: dict[str, str] | None = None,
 ) -> dict[str, list[float]]:
     """Time ``prog`` under every layout in rounds (one run of every unfinished layout per round,
     so slow drifts of the machine spread over all layouts) until each layout has ``min_reps`` runs
     and a coefficient of variation of ``metric`` below ``cov``, or ``max_reps`` runs. Every run is
     appended to ``out/runs.csv`` (runs already there are reused). Each layout first gets an
-    untimed warm-up run (``rep = warmup``) whose pages are verified against /proc/PID/smaps."""
+    untimed warm-up run (``rep = warmup``) whose pages are verified against /proc/PID/smaps.
+    Every run keeps freed memory populated (``keep_freed``, as the traced run did) and gets
+    ``extra_env`` (:func:`prefault_env`)."""
     check_timing(metric, min_reps, max_reps)
     path = out / "runs.csv"
     runs: dict[str, list[dict[str, Any]]] = {lay.name: [] for lay in layouts}
@@ -131,7 +152,7 @@ def measure(
             for lay in pending:
                 if lay.name not in warmed:
                     # An untimed first run, checked against smaps (which the check makes it write).
-                    r = _run_once(prog, lay, verify=True)
+                    r = _run_once(prog, lay, True, extra_env or {})
                     if not r["honoured"]:
                         raise ExperimentError(
                             f"layout {lay.name} was not honoured (a window did not get its huge pages); "
@@ -139,7 +160,7 @@ def measure(
                         )
                     w.writerow(_row(lay.name, "warmup", r))
                     warmed.add(lay.name)
-                r = _run_once(prog, lay, verify=False)
+                r = _run_once(prog, lay, False, extra_env or {})
                 row = _row(lay.name, str(len(runs[lay.name])), r)
                 w.writerow(row)
                 f.flush()
@@ -155,6 +176,8 @@ def _row(layout: str, rep: str, r: dict[str, Any]) -> dict[str, Any]:
         "user": f"{r['user']:.6f}",
         "sys": f"{r['sys']:.6f}",
         "cpu": f"{r['user'] + r['sys']:.6f}",
+        "work": f"{r['work']:.6f}",
+        "work_faults": r["work_faults"],
         "heap_high_water": r["high_water"]["heap"],
         "anon_high_water": r["high_water"]["anon"],
         "fallback_bytes": r["fallback_bytes"],

@@ -67,6 +67,13 @@ class MapFile:
     message: str = ""
     #: the program an "exec" event replaced the process with
     target: str = ""
+    #: the process's CPU time (ns) when the library's start-up ended (pools mapped and prefaulted)
+    cpu_start_ns: int | None = None
+    #: its CPU time (ns) at an "exit" or "demand" event, taken before the report was written
+    cpu_ns: int | None = None
+    #: its minor page faults when start-up ended, and at the "exit" or "demand" event
+    minflt_start: int | None = None
+    minflt: int | None = None
 
 
 def parse_map(text: str) -> MapFile:
@@ -84,8 +91,8 @@ def parse_map(text: str) -> MapFile:
             extra["exe"] = line.partition(" ")[2]
         elif f[0] == "event":
             extra["event"] = f[1]
-        elif f[0] == "status":
-            extra["status"] = int(f[1])
+        elif f[0] in ("status", "cpu_start_ns", "cpu_ns", "minflt_start", "minflt"):
+            extra[f[0]] = int(f[1])
         elif f[0] in ("message", "target"):
             extra[f[0]] = line.partition(" ")[2]
         elif f[0] == "mode":

@@ -120,6 +120,31 @@ impl CacheRows {
         &self.mem[i / 16].0[i % 16..i % 16 + self.ways]
     }
 
+    /// Ways per set.
+    #[inline(always)]
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+
+    /// [`CacheRows::probe`] of a one-way row (a direct-mapped level): the set's tag is lane 0; a
+    /// miss puts `tag` there. (The lanes past lane 0 are not part of the set and nothing reads
+    /// them, so they are left as they are: the row's set is the same as after `probe`.)
+    ///
+    /// # Safety
+    /// `self.ways == 1`, and `off` is `4 * lanes` times a set index below the set count.
+    #[inline(always)]
+    pub unsafe fn probe_one_way(&mut self, off: usize, tag: u32) -> bool {
+        debug_assert!(
+            self.ways == 1 && off.is_multiple_of(4 * self.lanes) && off + 4 * self.lanes <= self.mem.len() * 64
+        );
+        // SAFETY: by the contract the row lies in `mem`.
+        let lane0 = unsafe { &mut *((self.mem.as_mut_ptr() as *mut u8).add(off) as *mut u32) };
+        // (Stored on a hit too, unchanged: no branch on the outcome.)
+        let hit = *lane0 == tag;
+        *lane0 = tag;
+        hit
+    }
+
     /// Look `tag` up in the row at byte offset `off` and update the row; returns whether it hit.
     ///
     /// # Safety

@@ -140,6 +140,27 @@ impl Cache {
         }
     }
 
+    /// Whether the level is direct-mapped and fast: [`Cache::probe_one_way`] probes it.
+    pub(super) fn one_way(&self) -> bool {
+        self.fast != 0 && self.rows.ways() == 1
+    }
+
+    /// [`Cache::probe`] of a direct-mapped fast level: one compare of lane 0 (the same hits and
+    /// the same set contents as `probe`).
+    ///
+    /// # Safety
+    /// The level is direct-mapped and fast ([`Cache::one_way`]).
+    #[inline(always)]
+    pub(super) unsafe fn probe_one_way(&mut self, pa: u64) -> bool {
+        debug_assert!(self.one_way());
+        let off = ((pa >> self.off_shift) & self.off_mask) as usize;
+        let tag = (pa >> self.tag_shift) as u32;
+        debug_assert!(tag != EMPTY, "line beyond physical memory");
+        // SAFETY: a fast level's `off` is the start of one of its rows (see `probe_as`), and the
+        // level has one way.
+        unsafe { self.rows.probe_one_way(off, tag) }
+    }
+
     /// [`Cache::probe`] of the general array, or of compact rows with any set count.
     #[inline(never)]
     fn probe_slow(&mut self, pa: u64) -> bool {

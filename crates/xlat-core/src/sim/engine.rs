@@ -16,6 +16,20 @@
 use super::epoch::{EpochController, EpochCx, Epochs};
 use super::observer::{AccessObserver, Observed, Translated, MEMO_HINTS};
 
+/// The miss handler's view of a core's parts (a macro, not a method: the handler itself stays
+/// borrowable beside it).
+macro_rules! miss_cx {
+    ($core:ident) => {
+        MissCx {
+            os: &mut $core.os,
+            caches: &mut $core.caches,
+            backend: &mut $core.backend,
+            mmu: &mut $core.mmu,
+            inval: &mut $core.inval,
+        }
+    };
+}
+
 /// [`Observed::hint`] of an access no memo entry translated.
 const NO_HINT: u8 = (MEMO_HINTS - 1) as u8;
 use super::shape::{AnyShape, SkylakeShape};
@@ -27,7 +41,7 @@ use crate::mmu::walker::{AnyHandler, MissCx, MissHandler, RadixWalker};
 use crate::mmu::{Mmu, Shape};
 use crate::os::{Invalidation, Os, SimError};
 use crate::units::PageSize;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use xlat_trace::{Batch, Marker, SideBody};
 
 /// What one compiled copy of the loop is specialised for.
@@ -45,6 +59,25 @@ pub trait Variant: 'static {
     /// in a parallel probe of split TLBs; the memo keeps one entry per page and could answer
     /// with the 2MB one.
     const MEMO: bool = true;
+    /// Whether the miss handler translates every access itself (it holds the only TLB: `[mach]`,
+    /// no page TLBs in the MMU): each range of accesses then runs through the handler's own loop
+    /// ([`Variant::run_direct`]), with no first-level probe, memo, deep probe or fill (all empty
+    /// there).
+    const DIRECT: bool = false;
+
+    /// The handler's own loop of a `DIRECT` variant: translate the accesses `addr` (kinds
+    /// `kind`, addresses masked with `va_mask`) and, if `DATA`, access their data through the
+    /// caches, adding its latency to `data_cycles`; the counts complete even on an error.
+    fn run_direct<const DATA: bool>(
+        _handler: &mut Self::Handler,
+        _cx: &mut MissCx<'_, Self::Backend>,
+        _addr: &[u64],
+        _kind: &[u8],
+        _va_mask: u64,
+        _data_cycles: &mut u64,
+    ) -> Result<(), SimError> {
+        unreachable!("only DIRECT variants run accesses through their handler")
+    }
 }
 
 /// The plain configuration: the radix walker, one DRAM, no observer, page TLBs only.
@@ -101,6 +134,19 @@ impl Variant for MachLoop {
     type Backend = Dram;
     type Observer = super::observer::NoObserver;
     const RANGES: bool = false;
+    const DIRECT: bool = true;
+
+    #[inline(always)]
+    fn run_direct<const DATA: bool>(
+        handler: &mut Self::Handler,
+        cx: &mut MissCx<'_, Dram>,
+        addr: &[u64],
+        kind: &[u8],
+        va_mask: u64,
+        data_cycles: &mut u64,
+    ) -> Result<(), SimError> {
+        handler.run::<DATA, Dram>(cx, addr, kind, va_mask, data_cycles)
+    }
 }
 
 /// A hybrid DRAM/NVM memory (`[hybrid]`): the radix walker, the hybrid backend (its own
@@ -155,8 +201,9 @@ pub(crate) struct Core<V: Variant> {
     pub(crate) by_kind: [u64; 3],
     pub(crate) untranslated: u64,
     pub(crate) data_cycles: u64,
-    /// Per thread: the instruction count of its last access seen.
-    threads: HashMap<u32, u64>,
+    /// Per thread: the instruction count of its last access seen (FxHash: thread ids are the
+    /// trace's, looked up twice per range).
+    threads: FxHashMap<u32, u64>,
     pub(crate) instructions: u64,
     pub(crate) context_flushes: u64,
     pub(crate) markers: u64,
@@ -197,7 +244,7 @@ impl<V: Variant> Core<V> {
             by_kind: [0; 3],
             untranslated: 0,
             data_cycles: 0,
-            threads: HashMap::new(),
+            threads: FxHashMap::default(),
             instructions: 0,
             context_flushes: 0,
             markers: 0,
@@ -358,13 +405,7 @@ impl<V: Variant> Core<V> {
             Some((l, pfn, s)) => (l, pfn, s),
             None => {
                 let levels = self.mmu.levels(r);
-                let mut cx = MissCx {
-                    os: &mut self.os,
-                    caches: &mut self.caches,
-                    backend: &mut self.backend,
-                    mmu: &mut self.mmu,
-                    inval: &mut self.inval,
-                };
+                let mut cx = miss_cx!(self);
                 let (pfn, s) = self.handler.handle::<S, V::Backend>(&mut cx, r, va)?;
                 if <V::Backend as Backend>::HOOKS {
                     self.backend.walked(va, pfn, s);
@@ -438,7 +479,13 @@ impl<V: Variant> Core<V> {
     /// Simulate the accesses `lo..hi` of `b` (no side event among them), at addresses `addr`
     /// (`b.addr[lo..hi]`, relocated if the mosaic relocates).
     fn run_range<const DATA: bool, S: Shape>(&mut self, addr: &[u64], kind: &[u8]) -> Result<(), SimError> {
-        let r = self.run_accesses::<DATA, S>(addr, kind);
+        let r = if V::DIRECT {
+            debug_assert!(!<V::Observer as AccessObserver>::ACTIVE, "a DIRECT loop has no observer");
+            let mut cx = miss_cx!(self);
+            V::run_direct::<DATA>(&mut self.handler, &mut cx, addr, kind, self.va_mask, &mut self.data_cycles)
+        } else {
+            self.run_accesses::<DATA, S>(addr, kind)
+        };
         // The counters are complete after every range (even one that failed).
         self.mmu.flush_memo();
         self.handler.settle(&mut self.caches);

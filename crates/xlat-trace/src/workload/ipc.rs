@@ -14,7 +14,7 @@
 //! g = 5), and writes the message it sends. With several clients, a client keeps the CPU for
 //! `quantum` rounds, then the scheduler switches to the next one (section 4.5.1).
 //!
-//! The addresses and markers follow `notes/mach-contract.md` (and `docs/mach-benchmark.md`):
+//! The addresses and markers follow the contract in `docs/mach-benchmark.md` ("Addresses"):
 //! user regions below 2^47, the kernel's mapped data (IPC structures, kernel message buffers)
 //! in kseg2 at `0xFFFF_C000_0000_0000`, and on every IPC: the sender's message writes,
 //! `IpcSend`, the kernel's accesses on the IPC path, `ContextSwitch` to the receiver, `IpcRecv`,

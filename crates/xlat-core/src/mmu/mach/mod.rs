@@ -16,6 +16,8 @@
 //! kernel page table at `KPT_BASE` (one PTE per kernel page, L1K or L2), whose own pages are
 //! mapped by the L3 PTEs of the pinned root at physical `ROOT_PA`.
 
+mod frames;
+mod run;
 pub mod table;
 pub mod tlb;
 
@@ -26,7 +28,7 @@ use crate::mmu::Shape;
 use crate::os::SimError;
 use crate::stats::{Counters, Sink};
 use crate::units::PageSize;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use table::SoftTable;
 use tlb::MachTlb;
 use xlat_trace::{Marker, SideBody};
@@ -88,7 +90,7 @@ pub struct MachHandler {
     /// The current address space's tag (its slot + 1) and raw id.
     tag: u64,
     asid: u32,
-    slots: HashMap<u32, u64>,
+    slots: FxHashMap<u32, u64>,
     /// Between an IPC send and the receiver's resumption: the IPC path runs in kernel mode.
     kernel_mode: bool,
     stlb: Option<SoftTable>,
@@ -115,6 +117,12 @@ pub struct MachHandler {
     ptlb_cycles: u64,
     loads_at: Vec<u64>,
     hit_names: Vec<String>,
+    /// The OS model's translations of user pages, remembered (frames.rs).
+    frames: frames::Frames,
+    /// Whether the caches are one direct-mapped level (mem/direct.rs; set by `run`), and the
+    /// loads through it not yet counted in the caches' histogram, by level (hit, DRAM).
+    direct_caches: bool,
+    direct_loads: [u64; 2],
 }
 
 impl MachHandler {
@@ -149,7 +157,7 @@ impl MachHandler {
             stride: m.upt_stride_pages,
             tag: 1,
             asid: 0,
-            slots: HashMap::from([(0, 0)]),
+            slots: FxHashMap::from_iter([(0, 0)]),
             kernel_mode: false,
             stlb,
             ptlb,
@@ -173,6 +181,9 @@ impl MachHandler {
             ptlb_cycles: 0,
             loads_at: vec![0; hit_names.len()],
             hit_names,
+            frames: frames::Frames::default(),
+            direct_caches: false,
+            direct_loads: [0; 2],
         }
     }
 
@@ -216,13 +227,6 @@ impl MachHandler {
         }
     }
 
-    /// A handler's load of physical address `pa` through the caches; its latency.
-    fn load<B: Backend>(&mut self, cx: &mut MissCx<'_, B>, pa: u64) -> u64 {
-        let (hit, lat) = cx.walk_load(pa);
-        self.loads_at[hit] += 1;
-        lat
-    }
-
     /// The physical address of kernel address `kva` as a handler's load sees it: translated by
     /// the TLB, a miss of type `kind` (cascaded) when absent.
     fn kernel_pa<B: Backend>(&mut self, cx: &mut MissCx<'_, B>, kva: u64, kind: usize) -> u64 {
@@ -261,7 +265,7 @@ impl MachHandler {
                     self.c.stlb_hit[kind]
                 };
                 self.cycles[kind] += cost;
-                self.tlb.insert(key, p.pfn, lower);
+                self.tlb.insert_absent(key, p.pfn, lower);
                 return p.pfn;
             }
             self.stlb_misses += 1;
@@ -275,7 +279,7 @@ impl MachHandler {
             self.kernel_pa(cx, kpte, L3)
         };
         self.load(cx, entry_pa);
-        self.tlb.insert(key, pfn, lower);
+        self.tlb.insert_absent(key, pfn, lower);
         if let Some(st) = &mut self.stlb {
             let pa = st.store(key, index, pfn);
             self.load(cx, pa);
@@ -309,23 +313,46 @@ impl MachHandler {
     fn l1u<B: Backend>(&mut self, cx: &mut MissCx<'_, B>, va: u64, key: u64) -> Result<u64, SimError> {
         self.direct[L1U] += 1;
         let upte = self.upte_va(va, self.tag);
-        let pa = self.kernel_pa(cx, upte, L2);
+        // (kernel_pa, inline: it is recursive through `generic`, so never inlined itself.)
+        let pfn = match self.tlb.lookup(Self::key(upte, 0)) {
+            Some(p) => p,
+            None => self.generic(cx, L2, upte, true),
+        };
+        let pa = (pfn << 12) | (upte & 0xFFF);
         let lat = self.load(cx, pa);
         self.cycles[L1U] += self.c.l1u + lat;
+        let pfn = match self.frames.get(key) {
+            Some(pfn) => pfn,
+            None => self.os_frame(cx, va, key)?,
+        };
+        self.tlb.insert_absent(key, pfn, false);
+        Ok(pfn)
+    }
+
+    /// The frame of user `va` (key `key`) from the OS model, remembered; a TLB-invalid miss if
+    /// the page is not mapped yet (the VM system faults it in).
+    #[inline(never)]
+    fn os_frame<B: Backend>(&mut self, cx: &mut MissCx<'_, B>, va: u64, key: u64) -> Result<u64, SimError> {
         let (pfn, size) = match cx.os.translate(va) {
             Some(x) => x,
             None => {
                 self.direct[INVALID] += 1;
                 self.cycles[INVALID] += self.c.invalid;
                 if cx.fault(va)? {
-                    self.tlb.flush_user();
+                    self.flush_user();
                 }
                 cx.os.translate(va).expect("the fault mapped the page")
             }
         };
         let pfn = pfn + ((va >> 12) & (size.bytes() / 4096 - 1));
-        self.tlb.insert(key, pfn, false);
+        self.frames.put(key, pfn);
         Ok(pfn)
+    }
+
+    /// The OS model invalidated translations: drop the user entries and the remembered frames.
+    fn flush_user(&mut self) {
+        self.tlb.flush_user();
+        self.frames.clear();
     }
 
     /// The deferred side events.
@@ -390,7 +417,7 @@ impl MachHandler {
         }
         match p.way {
             Some(_) => {
-                self.tlb.insert(key, p.pfn, lower);
+                self.tlb.insert_absent(key, p.pfn, lower);
                 self.ptlb_prefetches += 1;
                 self.ptlb_cycles += self.c.prefetch;
             }
@@ -414,27 +441,7 @@ impl MissHandler for MachHandler {
         _r: usize,
         va: u64,
     ) -> Result<(u64, PageSize), SimError> {
-        if !self.pending.is_empty() {
-            self.run_pending(cx);
-        }
-        if va >= KSEG0 {
-            if va < KSEG2 {
-                self.unmapped += 1;
-                return Ok(((va - KSEG0) >> 12, PageSize::Size4K));
-            }
-            let key = Self::key(va, 0);
-            let pfn = match self.tlb.lookup(key) {
-                Some(p) => p,
-                None => self.generic(cx, L1K, va, false),
-            };
-            return Ok((pfn, PageSize::Size4K));
-        }
-        let key = Self::key(va, self.tag);
-        let pfn = match self.tlb.lookup(key) {
-            Some(p) => p,
-            None => self.l1u(cx, va, key)?,
-        };
-        Ok((pfn, PageSize::Size4K))
+        Ok((self.handle_one(cx, va)?, PageSize::Size4K))
     }
 
     /// The MMU has no page TLBs under `[mach]`: no last-level miss reaches the handler as such.
@@ -443,7 +450,7 @@ impl MissHandler for MachHandler {
     }
 
     fn flush(&mut self) {
-        self.tlb.flush_user();
+        self.flush_user();
     }
 
     fn side(&mut self, body: &SideBody) {

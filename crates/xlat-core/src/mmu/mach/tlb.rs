@@ -5,13 +5,35 @@
 //!
 //! An entry's key is its virtual page number shifted left 16 bits, or'ed with its address-space
 //! tag (0 for kernel pages: the MIPS global bit). Lookups go through an index from key to slot
-//! (open addressing, linear probing, at most a quarter full), kept exact on every insert and
-//! eviction, so that a lookup is one or two probes however many entries the TLB has.
+//! (hash chains: 1024 buckets, at least four per entry, each slot linked to the next and
+//! previous node of its bucket's chain, the bucket itself being the first slot's previous),
+//! kept exact on every insert and eviction, so that a lookup is one or two probes however many
+//! entries the TLB has, and an eviction a few stores with no branch. The arrays have room for
+//! the largest TLB (256 entries) and are indexed through masks: no bounds checks.
 
 use crate::config::PartitionPolicy;
 
 /// No entry.
 pub const EMPTY: u64 = u64::MAX;
+/// Slots the arrays have room for (`mach.entries` is at most 256), so that a slot index masked
+/// with `SLOTS - 1` needs no bounds check.
+const SLOTS: usize = 256;
+/// Hash buckets: at least four per entry.
+const BUCKETS: usize = 1024;
+/// The link nodes: slots `0..SLOTS`, then one per bucket (its chain's head: a bucket is the
+/// `prev` of its first slot, so that unlinking needs no branch), then `NIL`.
+const BUCKET0: usize = SLOTS;
+const LINKS: usize = 2048;
+/// The end of a chain: a node of its own, which absorbs the writes an unlink at a chain's end
+/// makes (no slot or bucket reads it).
+const NIL: u16 = (LINKS - 1) as u16;
+
+/// A slot: its key and frame.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    key: u64,
+    pfn: u64,
+}
 
 /// One partition: slots `lo..hi`, its policy, its FIFO pointer.
 #[derive(Debug, Clone)]
@@ -25,11 +47,13 @@ struct Partition {
 /// The TLB.
 #[derive(Debug, Clone)]
 pub struct MachTlb {
-    keys: Vec<u64>,
-    pfns: Vec<u64>,
-    /// Slot + 1 of each key, by hash (0: none); `mask + 1` buckets.
-    index: Vec<u16>,
-    mask: usize,
+    slots: Box<[Slot; SLOTS]>,
+    /// Each link node's next and previous node in its bucket's chain (a slot's are valid while
+    /// it holds a key; a bucket's `next` is its first slot).
+    next: Box<[u16; LINKS]>,
+    prev: Box<[u16; LINKS]>,
+    /// Slots in use: `0..n`.
+    n: usize,
     upper: Partition,
     lower: Partition,
     rng: u64,
@@ -38,20 +62,29 @@ pub struct MachTlb {
     pub evictions: [u64; 2],
 }
 
+/// The bucket of `key`'s chain.
 #[inline(always)]
-fn hash(key: u64) -> usize {
-    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize
+fn bucket(key: u64) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize & (BUCKETS - 1)
+}
+
+/// The link node `e` (a slot, a bucket or `NIL`) as an index (no bounds check).
+#[inline(always)]
+fn node(e: u16) -> usize {
+    e as usize & (LINKS - 1)
 }
 
 impl MachTlb {
-    /// `upper` + `lower` entries; `seed` makes random replacement deterministic.
+    /// `upper` + `lower` entries (at most 256 together); `seed` makes random replacement
+    /// deterministic.
     pub fn new(upper: (usize, PartitionPolicy), lower: (usize, PartitionPolicy), seed: u64) -> MachTlb {
         let n = upper.0 + lower.0;
+        assert!(n <= SLOTS, "mach.entries is at most {SLOTS} (validated)");
         MachTlb {
-            keys: vec![EMPTY; n],
-            pfns: vec![0; n],
-            index: vec![0; (4 * n).next_power_of_two().max(16)],
-            mask: (4 * n).next_power_of_two().max(16) - 1,
+            slots: Box::new([Slot { key: EMPTY, pfn: 0 }; SLOTS]),
+            next: Box::new([NIL; LINKS]),
+            prev: Box::new([NIL; LINKS]),
+            n,
             lower: Partition { lo: 0, hi: lower.0, policy: lower.1, next: 0 },
             upper: Partition { lo: lower.0, hi: n, policy: upper.1, next: lower.0 },
             // (xorshift needs a non-zero state)
@@ -65,50 +98,41 @@ impl MachTlb {
     /// The slot holding `key`, without counting.
     #[inline(always)]
     pub fn find(&self, key: u64) -> Option<usize> {
-        let mut h = hash(key) & self.mask;
-        loop {
-            let e = self.index[h] as usize;
-            if e == 0 {
-                return None;
+        let mut e = self.next[BUCKET0 + bucket(key)];
+        while e != NIL {
+            // (Past a bucket's head every node is a slot.)
+            let s = e as usize & (SLOTS - 1);
+            if self.slots[s].key == key {
+                return Some(s);
             }
-            if self.keys[e - 1] == key {
-                return Some(e - 1);
-            }
-            h = (h + 1) & self.mask;
+            e = self.next[s];
         }
+        None
     }
 
-    /// Enter slot `s` (holding its new key) in the index.
+    /// The frame in slot `s` (a slot [`MachTlb::find`] returned).
+    #[inline(always)]
+    pub fn pfn_at(&self, s: usize) -> u64 {
+        self.slots[s & (SLOTS - 1)].pfn
+    }
+
+    /// Enter slot `s` (holding its new key) at the head of its bucket's chain.
+    #[inline(always)]
     fn index_insert(&mut self, s: usize) {
-        let mut h = hash(self.keys[s]) & self.mask;
-        while self.index[h] != 0 {
-            h = (h + 1) & self.mask;
-        }
-        self.index[h] = s as u16 + 1;
+        let b = BUCKET0 + bucket(self.slots[s].key);
+        let first = self.next[b];
+        self.next[s] = first;
+        self.prev[s] = b as u16;
+        self.prev[node(first)] = s as u16;
+        self.next[b] = s as u16;
     }
 
-    /// Remove slot `s` (still holding its key) from the index: backward-shift deletion.
+    /// Unlink slot `s` (holding a key) from its bucket's chain.
+    #[inline(always)]
     fn index_remove(&mut self, s: usize) {
-        let mut i = hash(self.keys[s]) & self.mask;
-        while self.index[i] as usize != s + 1 {
-            i = (i + 1) & self.mask;
-        }
-        let mut j = i;
-        loop {
-            j = (j + 1) & self.mask;
-            let e = self.index[j] as usize;
-            if e == 0 {
-                self.index[i] = 0;
-                return;
-            }
-            // The entry at j may move to i unless its home lies cyclically in (i, j].
-            let home = hash(self.keys[e - 1]) & self.mask;
-            let stays = if i <= j { i < home && home <= j } else { i < home || home <= j };
-            if !stays {
-                self.index[i] = self.index[j];
-                i = j;
-            }
-        }
+        let (p, n) = (self.prev[s], self.next[s]);
+        self.next[node(p)] = n;
+        self.prev[node(n)] = p;
     }
 
     /// Look `key` up (counted): its frame.
@@ -117,7 +141,7 @@ impl MachTlb {
         match self.find(key) {
             Some(s) => {
                 self.hits += 1;
-                Some(self.pfns[s])
+                Some(self.pfn_at(s))
             }
             None => {
                 self.misses += 1;
@@ -131,6 +155,7 @@ impl MachTlb {
         self.find(key).is_some()
     }
 
+    #[inline(always)]
     fn random(&mut self) -> u64 {
         let mut x = self.rng;
         x ^= x << 13;
@@ -144,62 +169,92 @@ impl MachTlb {
     /// one, replacing by the partition's policy; returns the slot written.
     pub fn insert(&mut self, key: u64, pfn: u64, lower: bool) -> usize {
         if let Some(s) = self.find(key) {
-            self.pfns[s] = pfn;
+            self.slots[s].pfn = pfn;
             return s;
         }
+        self.insert_absent(key, pfn, lower)
+    }
+
+    /// [`MachTlb::insert`] of a key the TLB does not hold (the handlers enter only entries
+    /// that just missed): no lookup first.
+    #[inline(always)]
+    pub fn insert_absent(&mut self, key: u64, pfn: u64, lower: bool) -> usize {
+        debug_assert!(self.find(key).is_none(), "insert_absent of a key held");
         let lower = lower && self.lower.hi > self.lower.lo;
-        let pick = {
-            let p = if lower { &self.lower } else { &self.upper };
-            (p.lo, p.hi, p.policy, p.next)
+        let r = if (if lower { &self.lower } else { &self.upper }).policy == PartitionPolicy::Random {
+            self.random()
+        } else {
+            0
         };
-        let (lo, hi, policy, next) = pick;
-        let s = match policy {
-            PartitionPolicy::Random => lo + (((self.random() >> 32) * (hi - lo) as u64) >> 32) as usize,
+        let p = if lower { &mut self.lower } else { &mut self.upper };
+        let s = match p.policy {
+            PartitionPolicy::Random => p.lo + (((r >> 32) * (p.hi - p.lo) as u64) >> 32) as usize,
             PartitionPolicy::Fifo => {
-                let p = if lower { &mut self.lower } else { &mut self.upper };
-                p.next = if next + 1 >= hi { lo } else { next + 1 };
-                next
+                let s = p.next;
+                p.next = if s + 1 >= p.hi { p.lo } else { s + 1 };
+                s
             }
         };
-        if self.keys[s] != EMPTY {
+        // (`s < n <= SLOTS`: the mask only spares the bounds checks.)
+        let s = s & (SLOTS - 1);
+        if self.slots[s].key != EMPTY {
             self.evictions[lower as usize] += 1;
             self.index_remove(s);
         }
-        self.keys[s] = key;
-        self.pfns[s] = pfn;
+        self.slots[s] = Slot { key, pfn };
         self.index_insert(s);
         s
     }
 
     /// Drop every entry whose tag is not 0 (not global): after the OS invalidated pages.
     pub fn flush_user(&mut self) {
-        for s in 0..self.keys.len() {
-            if self.keys[s] != EMPTY && self.keys[s] & 0xFFFF != 0 {
+        for s in 0..self.n {
+            let k = self.slots[s].key;
+            if k != EMPTY && k & 0xFFFF != 0 {
                 self.index_remove(s);
-                self.keys[s] = EMPTY;
+                self.slots[s].key = EMPTY;
             }
         }
     }
 
     /// The key in slot `s` (tests, invariants).
     pub fn key_at(&self, s: usize) -> u64 {
-        self.keys[s]
+        self.slots[s].key
     }
 
     /// Valid entries.
     pub fn valid(&self) -> usize {
-        self.keys.iter().filter(|&&k| k != EMPTY).count()
+        self.slots[..self.n].iter().filter(|e| e.key != EMPTY).count()
     }
 
     /// Whether no key appears twice.
     pub fn check(&self) -> Result<(), String> {
-        let mut seen: Vec<u64> = self.keys.iter().copied().filter(|&k| k != EMPTY).collect();
+        let mut seen: Vec<u64> = self.slots[..self.n].iter().map(|e| e.key).filter(|&k| k != EMPTY).collect();
         seen.sort_unstable();
         if seen.windows(2).any(|w| w[0] == w[1]) {
             return Err("mach TLB: a key held twice".into());
         }
-        let indexed = self.index.iter().filter(|&&e| e != 0).count();
-        if indexed != seen.len() || seen.iter().any(|&k| self.find(k).is_none()) {
+        if self.slots[self.n..].iter().any(|e| e.key != EMPTY) {
+            return Err("mach TLB: a key past the last entry".into());
+        }
+        // Every chain: slots of its bucket, linked both ways; together, every entry once.
+        let mut chained = 0;
+        for b in 0..BUCKETS {
+            let (mut e, mut before) = (self.next[BUCKET0 + b], (BUCKET0 + b) as u16);
+            while e != NIL {
+                let s = e as usize;
+                if s >= self.n || chained > seen.len() {
+                    return Err("mach TLB: a hash chain does not match the entries".into());
+                }
+                let k = self.slots[s].key;
+                if k == EMPTY || bucket(k) != b || self.prev[s] != before {
+                    return Err("mach TLB: a hash chain does not match the entries".into());
+                }
+                chained += 1;
+                (before, e) = (e, self.next[s]);
+            }
+        }
+        if chained != seen.len() || seen.iter().any(|&k| self.find(k).is_none()) {
             return Err("mach TLB: the index does not match the entries".into());
         }
         Ok(())
