@@ -6,21 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from trace_support import text_trace
 from xlat.cli import main
 from xlat.reclaim import analyze
 
 BASE = 0x7000_0000_0000  # 2MB-aligned
 MB2 = 2 << 20
 KB4 = 4096
-
-
-def text_trace(tmp_path, accesses: list[tuple[int, str, int]]) -> str:
-    """A text trace of (icount, kind, address) accesses by thread 1."""
-    lines = ["#xlat-text 1", '#header {"format":"xlat-trace","producer":"test"}']
-    lines += [f"A 1 {ic} {kind} {addr:#x} 8" for ic, kind, addr in accesses]
-    p = tmp_path / "t.txt"
-    p.write_text("\n".join(lines) + "\n")
-    return str(p)
 
 
 def crafted(tmp_path) -> str:

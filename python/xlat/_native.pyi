@@ -34,6 +34,7 @@ def reclaim(
     write_bandwidth: float,
     progress: bool = False,
 ) -> str: ...
+def superpage_touch(spec: str, interval: int, progress: bool = False) -> str: ...
 def mrc(
     spec: str,
     config: tuple[str, str, list[str], tuple[str, str] | None],

@@ -18,9 +18,9 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let result = xlat_trace::source::open(trace)
-        .map_err(|e| e.to_string())
-        .and_then(|mut src| xlat_core::analysis::touch::analyze(&mut *src, interval));
+    let result = xlat_trace::source::open(trace).map_err(|e| e.to_string()).and_then(|mut src| {
+        xlat_core::analysis::touch::analyze(&mut *src, interval, |_| {}).map_err(|e| e.to_string())
+    });
     let r = match result {
         Ok(r) => r,
         Err(e) => {

@@ -32,28 +32,9 @@ ways = 2
 latency = 10
 [os]
 policy = "4k"
-[memory]
-max_order = 9
-[[memory.kinds]]
-name = "dram"
-size = "2MiB"
-read_latency = 100
-write_latency = 100
-read_energy_pj = 10.0
-write_energy_pj = 20.0
-static_power_mw = 1000.0
-[[memory.kinds]]
-name = "nvm"
-size = "4MiB"
-read_latency = 200
-write_latency = 500
-read_energy_pj = 30.0
-write_energy_pj = 100.0
-static_power_mw = 0.0
-[sim]
-data_through_caches = true
-{extra}
-"#
+{memory}{extra}
+"#,
+        memory = common::tiny_memory("4MiB")
     )
 }
 

@@ -339,6 +339,22 @@ fn reclaim(
     r.map(|r| r.to_json()).map_err(analysis_to_py)
 }
 
+/// Seed 003's Observation 1 on `spec` (`xlat_core::analysis::touch`) as a JSON string: the
+/// histogram and CDF of touched 4KB pages per 2MB superpage per interval of `interval`
+/// instructions.
+#[pyfunction]
+#[pyo3(signature = (spec, interval, progress=false))]
+fn superpage_touch(py: Python<'_>, spec: &str, interval: u64, progress: bool) -> PyResult<String> {
+    use xlat_core::analysis::touch::analyze;
+    let pipeline = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+    let mut src = xlat_core::sim::open_source(spec, pipeline).map_err(sim_to_py)?;
+    let r = py.allow_threads(move || {
+        let bar = Progress::new(progress, src.as_ref(), "touched pages");
+        analyze(src.as_mut(), interval, |s| bar.update(s))
+    });
+    r.map(|r| r.to_json()).map_err(analysis_to_py)
+}
+
 /// One-pass miss-ratio curves of `spec` (`xlat_core::analysis::mrc`) under the configuration
 /// (name, TOML, overrides, layout) whose OS model chooses page sizes, as a JSON string:
 /// set counts, most entries, page sizes ("4KB", "2MB", "1GB").
@@ -605,6 +621,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(fidelity, m)?)?;
     m.add_function(wrap_pyfunction!(reclaim, m)?)?;
+    m.add_function(wrap_pyfunction!(superpage_touch, m)?)?;
     m.add_function(wrap_pyfunction!(mrc, m)?)?;
     m.add_function(wrap_pyfunction!(mrc_single_level, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;

@@ -33,6 +33,8 @@ examples (quote workload specs: & and ? are special to the shell):
   xlat fidelity xz.xlat --epoch 10000000   # access/dirty bits at G bits per 2MB page
   xlat sweep sweep.toml -o results/        # every point of a sweep file on Dask, resumable
   xlat mrc xz.xlat --sets 1,16 --plot mrc.png   # misses of an LRU TLB of every size
+  xlat superpage-touch xz.xlat --plot touch.png  # touched 4KB pages per 2MB superpage (Rainbow)
+  xlat rainbow xz.xlat --dram 256MiB       # Rainbow against its four baselines (hybrid DRAM/NVM)
   xlat contiguity --pid 1234              # ranges of contiguous pages in a live process (root)
 """
 
@@ -48,11 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
         fidelity,
         model,
         mrc,
+        rainbow,
         reclaim,
         rmm,
         run,
         sim,
         sweep,
+        touch,
         trace,
         trace_info,
         workloads,
@@ -79,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     fidelity.register(sub, common)  # access/dirty-bit fidelity at G bits per 2MB page (PRISM)
     reclaim.register(sub, common)  # eviction under memory pressure at G bits per 2MB page (PRISM)
     mrc.register(sub, common)  # one-pass LRU miss-ratio curves of TLBs of every size
+    touch.register(sub, common)  # superpage-touch: touched 4KB pages per 2MB superpage (Rainbow)
+    rainbow.register(sub, common)  # Rainbow against its four baselines (hybrid DRAM/NVM)
     demo.register(sub, common)
     run.register(sub)  # run and hugepages (the mosaic allocator)
     trace.register(sub)  # trace (real programs under QEMU)

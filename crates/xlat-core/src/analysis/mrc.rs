@@ -431,6 +431,14 @@ impl Mrc {
                     self.sizes.iter_mut().for_each(|c| c.invalidate(start, end, tag));
                 }
                 Invalidation::All => self.sizes.iter_mut().for_each(|c| c.flush()),
+                Invalidation::Page4K { asid, va } => {
+                    // (Only the 4KB page's stacks hold it; a larger page's entry stays.)
+                    let tag = self.asid_mode.then(|| asid_tag(asid));
+                    let page = va & !0xfff;
+                    for c in self.sizes.iter_mut().filter(|c| c.size == PageSize::Size4K) {
+                        c.invalidate(page, page + 4096, tag);
+                    }
+                }
             }
         }
     }

@@ -98,14 +98,29 @@ impl Touch {
     }
 }
 
-/// Read a whole source and analyse it.
-pub fn analyze(src: &mut dyn EventSource, interval: u64) -> Result<TouchResult, String> {
-    let mut t = Touch::new(interval)?;
+/// Read a whole source and analyse it; `on_batch` after each batch (progress).
+pub fn analyze(
+    src: &mut dyn EventSource,
+    interval: u64,
+    mut on_batch: impl FnMut(&dyn EventSource),
+) -> Result<TouchResult, super::AnalysisError> {
+    let mut t = Touch::new(interval).map_err(super::AnalysisError::Config)?;
     let mut b = Batch::default();
-    while src.next_batch(&mut b).map_err(|e| e.to_string())? {
+    while src.next_batch(&mut b)? {
         t.add(&b);
+        on_batch(src);
     }
     Ok(t.finish())
+}
+
+impl TouchResult {
+    /// The result as a JSON object (the histogram and the CDF).
+    pub fn to_json(&self) -> String {
+        let mut v = serde_json::to_value(self).expect("serialises");
+        v["samples"] = self.samples().into();
+        v["cdf"] = self.cdf().into();
+        v.to_string()
+    }
 }
 
 #[cfg(test)]

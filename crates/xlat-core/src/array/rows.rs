@@ -110,9 +110,14 @@ impl CacheRows {
     /// Whether the row at byte offset `off` (`4 * lanes` times a set index) holds `tag`; no
     /// update (the hybrid memory's dirty-line tracking asks after a fill).
     pub fn contains(&self, off: usize, tag: u32) -> bool {
+        self.row(off).contains(&tag)
+    }
+
+    /// The tags of the row at byte offset `off` (`4 * lanes` times a set index), its ways only.
+    pub fn row(&self, off: usize) -> &[u32] {
         let i = off / 4;
         // (A row never straddles a block.)
-        self.mem[i / 16].0[i % 16..i % 16 + self.ways].contains(&tag)
+        &self.mem[i / 16].0[i % 16..i % 16 + self.ways]
     }
 
     /// Ways per set.

@@ -16,6 +16,11 @@ pub enum MigrationPolicy {
     /// Utility-based migration of hot NVM pages to DRAM every interval (seed 003 section III-C;
     /// HSCC), pages counted at the memory controller (last-level-cache misses and write-backs).
     Utility,
+    /// Rainbow (seed 003 section III): NVM as 2MB superpages, DRAM caching their hot 4KB pages
+    /// without splintering them: two-stage counting at the memory controller, utility-based
+    /// migration of 4KB pages, the migration bitmap and its cache, the remap through the NVM
+    /// page's first 8 bytes (`mem/rainbow.rs`, `sim/rainbow.rs`).
+    Rainbow,
 }
 
 /// `hybrid.counting`: where the migration policy's per-page accesses are counted.
@@ -78,6 +83,20 @@ pub struct HybridConfig {
     /// Cycles of the OS's per-page bookkeeping of a migration (lists, page-table update).
     #[serde(default = "default_remap")]
     pub remap_cycles: u64,
+    /// Rainbow: the hot superpages monitored at 4KB granularity in the next interval (N).
+    #[serde(default = "default_top")]
+    pub top_superpages: u64,
+    /// Rainbow: how much an NVM write adds to a superpage's stage-1 counter (a read adds 1).
+    #[serde(default = "default_write_weight")]
+    pub write_weight: u64,
+    /// Rainbow: entries and ways of the migration-bitmap cache in the memory controller.
+    #[serde(default = "default_bitmap_entries")]
+    pub bitmap_cache_entries: u64,
+    #[serde(default = "default_bitmap_ways")]
+    pub bitmap_cache_ways: u64,
+    /// Rainbow: cycles of one lookup in the migration-bitmap cache.
+    #[serde(default = "default_bitmap_cycles")]
+    pub bitmap_cache_cycles: u64,
 }
 
 fn default_clock() -> f64 {
@@ -101,6 +120,21 @@ fn default_shootdown() -> u64 {
 fn default_remap() -> u64 {
     500 // assumption: a page-table update and list operations in the kernel (docs/rainbow.md)
 }
+fn default_top() -> u64 {
+    100 // seed 003 section IV-F: "we prudently set N to be 100"
+}
+fn default_write_weight() -> u64 {
+    3 // the default NVM write / read latency ratio, 1000 / 306 (the paper's weight was lost; docs/rainbow.md)
+}
+fn default_bitmap_entries() -> u64 {
+    4000 // seed 003 section III-D: 4000 entries
+}
+fn default_bitmap_ways() -> u64 {
+    8 // seed 003 section III-D: 8-way set-associative
+}
+fn default_bitmap_cycles() -> u64 {
+    9 // seed 003 section III-D: 9 cycles (CACTI 3.0)
+}
 
 impl Default for HybridConfig {
     fn default() -> Self {
@@ -116,6 +150,11 @@ impl Default for HybridConfig {
             clflush_cycles: default_clflush(),
             shootdown_cycles: default_shootdown(),
             remap_cycles: default_remap(),
+            top_superpages: default_top(),
+            write_weight: default_write_weight(),
+            bitmap_cache_entries: default_bitmap_entries(),
+            bitmap_cache_ways: default_bitmap_ways(),
+            bitmap_cache_cycles: default_bitmap_cycles(),
         }
     }
 }
@@ -123,8 +162,8 @@ impl Default for HybridConfig {
 impl HybridConfig {
     /// The rules serde's types do not check, one sentence each (`c` the configuration's name;
     /// `kinds` the number of memory kinds; `data` whether data go through
-    /// the caches).
-    pub fn validate(&self, c: &str, kinds: usize, data: bool) -> Result<()> {
+    /// the caches; `thp` whether the OS model maps 2MB pages, `os.policy = "thp"`).
+    pub fn validate(&self, c: &str, kinds: usize, data: bool, thp: bool) -> Result<()> {
         if !(1..=2).contains(&kinds) {
             return err(format!(
                 "config '{c}': [hybrid] needs one or two memory.kinds (DRAM first, then NVM), not {kinds}."
@@ -146,6 +185,40 @@ impl HybridConfig {
         }
         if self.check_instructions == 0 {
             return err(format!("config '{c}': hybrid.check_instructions = 0 must be at least 1 instruction."));
+        }
+        if self.migration == MigrationPolicy::Rainbow {
+            self.validate_rainbow(c, thp)?;
+        }
+        Ok(())
+    }
+
+    /// Rainbow's own keys (`hybrid.migration = "rainbow"`).
+    fn validate_rainbow(&self, c: &str, thp: bool) -> Result<()> {
+        if self.top_superpages == 0 {
+            return err(format!(
+                "config '{c}': hybrid.top_superpages = 0 must be at least 1 (Rainbow monitors the 4KB pages of the N hottest superpages)."
+            ));
+        }
+        if self.write_weight == 0 {
+            return err(format!(
+                "config '{c}': hybrid.write_weight = 0 must be at least 1 (an NVM write counts at least as a read)."
+            ));
+        }
+        let (e, w) = (self.bitmap_cache_entries, self.bitmap_cache_ways);
+        if w == 0 || e == 0 || !e.is_multiple_of(w) {
+            return err(format!(
+                "config '{c}': hybrid.bitmap_cache_entries = {e} must be a positive multiple of hybrid.bitmap_cache_ways = {w}."
+            ));
+        }
+        if self.counting != Counting::Memory || self.granularity != Granularity::Page4K {
+            return err(format!(
+                "config '{c}': hybrid.migration = \"rainbow\" counts at the memory controller and moves 4KB pages: leave hybrid.counting and hybrid.granularity at their defaults."
+            ));
+        }
+        if !thp {
+            return err(format!(
+                "config '{c}': hybrid.migration = \"rainbow\" needs os.policy = \"thp\" (Rainbow manages NVM as 2MB superpages)."
+            ));
         }
         Ok(())
     }

@@ -374,7 +374,7 @@ impl Config {
             l.validate(c, self.walker.kind == WalkerKind::Radix, &self.tlb)?;
         }
         if let Some(h) = &self.hybrid {
-            h.validate(c, self.memory.kinds.len(), self.sim.data_through_caches)?;
+            h.validate(c, self.memory.kinds.len(), self.sim.data_through_caches, self.os.policy == Policy::Thp)?;
             if self.cache.last().is_none_or(|l| l.line != 64) {
                 return err(format!(
                     "config '{c}': [hybrid] needs at least one [[cache]] level, the last with 64-byte lines (its dirty lines are tracked by 64-byte line)."

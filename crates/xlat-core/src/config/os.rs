@@ -116,6 +116,10 @@ pub enum TieringPolicy {
     /// Program data from the highest zone first (Rainbow places new pages in NVM); page tables
     /// still lowest first.
     HighestFirst,
+    /// Program data spread over the zones in proportion to their sizes (seed 003's
+    /// Flat-static: "evenly distributed in DRAM and NVM according to the ratio" 1:8), each
+    /// allocation to the zone furthest below its share; page tables lowest first.
+    Interleave,
 }
 
 /// `os.reclaim`: what happens when no free block is left.

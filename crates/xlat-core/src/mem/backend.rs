@@ -29,12 +29,44 @@ pub trait Backend: Counters + Send + 'static {
     /// A walk translated `va` to the page of size `size` at frame `pfn`.
     #[inline(always)]
     fn walked(&mut self, _va: u64, _pfn: u64, _size: PageSize) {}
+    /// Whether the loop asks [`Backend::remap`] about every translation before its data
+    /// access (false: the call is compiled out).
+    const REMAP: bool = false;
+    /// A translation of `va` to its 4KB frame `pfn` in a page of size `size`, `via` a TLB or a
+    /// walk, before the data access: the 4KB frame to use instead if the memory redirects it
+    /// (Rainbow: a 4KB page of an NVM superpage cached in DRAM, found through the migration
+    /// bitmap and the NVM page's first 8 bytes), which the loop enters in the TLBs as a 4KB page.
+    #[inline(always)]
+    fn remap(&mut self, _va: u64, _pfn: u64, _size: PageSize, _via: Via) -> Option<u64> {
+        None
+    }
+    /// Whether the memory redirects the 4KB frame `pfn` (Rainbow: a cached NVM page), without
+    /// counting anything: the loop then looks for the page's 4KB entry below the level where a
+    /// superpage entry translated it (split TLBs probed in parallel).
+    #[inline(always)]
+    fn redirects(&self, _pfn: u64) -> bool {
+        false
+    }
     /// Figures derived from the counts (dynamic energy), added to the result's derived metrics.
     fn derived(&self, _out: &mut BTreeMap<String, f64>) {}
     /// A time and energy model over the run's `instructions`, after [`Backend::derived`]
     /// (`out` holds the translation part of the time estimate, `time.*`).
     fn time_model(&self, _instructions: u64, _out: &mut BTreeMap<String, f64>) {}
     fn side(&mut self, _body: &SideBody) {}
+}
+
+/// How an access was translated, for [`Backend::remap`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// A TLB entry of the access's page size; for a 4KB entry, whether the TLBs of its level
+    /// also hold the 2MB page around it (seed 003's cases 1 and 2; false for other sizes).
+    Tlb { superpage_held: bool },
+    /// A superpage entry hit at a level above the 4KB entry, which a deeper level held: as
+    /// split 4KB and 2MB TLBs probed in parallel, the 4KB side's deeper hit translates it, at
+    /// that level's latency (`cycles`).
+    Below { cycles: u64 },
+    /// A walk (every TLB missed).
+    Walk,
 }
 
 /// One DRAM behind the caches: the caches' own latency; counted by the caches (`dram.*`).

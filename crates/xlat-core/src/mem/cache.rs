@@ -95,6 +95,17 @@ impl Cache {
         self.rows.contains(set as usize * 4 * self.rows.lanes(), tag as u32)
     }
 
+    /// For a fast level: the tags of the row of `pa`'s set and the shift that turns an address
+    /// of that set into its tag (`(addr >> shift) as u32`), to ask about several lines of one set
+    /// at once ([`Cache::contains`] each); None for other levels.
+    pub(super) fn row_of(&self, pa: u64) -> Option<(&[u32], u32)> {
+        if self.fast == 0 {
+            return None;
+        }
+        let off = ((pa >> self.off_shift) & self.off_mask) as usize;
+        Some((self.rows.row(off), self.tag_shift))
+    }
+
     /// The set `pa`'s line maps to.
     pub(super) fn set_of(&self, pa: u64) -> usize {
         let line = pa >> self.line_shift;

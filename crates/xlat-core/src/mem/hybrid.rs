@@ -12,12 +12,15 @@
 //!   dirty) was evicted dirty: one write-back, at its kind's write latency, counted against its
 //!   frame. Lines still dirty at the end are reported (`hybrid.dirty_lines`), not
 //!   written back. The plain loop has none of this (the backend's hooks compile out there).
-//! - Per-frame reads and write-backs within the current interval (`counts`), and the frame ->
-//!   virtual page map learnt from walks (`pages`), for the migration engine (`sim/hybrid.rs`),
-//!   which also charges its costs here (copies, `clflush`, shootdowns, remaps).
+//! - The counts a migration policy needs ([`PageCounting`]: per-frame reads and write-backs
+//!   within the current interval for HSCC, or Rainbow's two-stage counters), and the frame ->
+//!   virtual page map learnt from walks (`pages`), for the migration controllers
+//!   (`sim/hybrid.rs`, `sim/rainbow.rs`), which also charge their costs here (copies,
+//!   `clflush`, shootdowns, remaps; Rainbow's bitmap-cache lookups and pointer reads).
 
 use crate::config::{Config, HybridConfig};
 use crate::mem::backend::{Backend, KindSpec};
+use crate::mem::twostage::TwoStage;
 use crate::mem::Caches;
 use crate::stats::{Counters, Sink};
 use crate::units::PageSize;
@@ -61,6 +64,14 @@ impl FrameCounts {
         c
     }
 
+    /// Ask the host to bring frame `pfn`'s count into its cache (no effect on the counts).
+    #[inline(always)]
+    pub fn prefetch(&self, pfn: u64) {
+        if let Some(c) = self.counts.get(pfn as usize) {
+            crate::host::prefetch_ptr(c);
+        }
+    }
+
     /// The counts so far, in first-touch order; they start again at zero.
     pub fn take(&mut self) -> Vec<(u64, PageCount)> {
         let touched = std::mem::take(&mut self.touched);
@@ -77,6 +88,10 @@ struct KindCounts {
     /// Lines read and written by page copies (migration).
     copy_reads: u64,
     copy_writes: u64,
+    /// Rainbow's metadata traffic: migration-bitmap lines loaded (DRAM), the DRAM frame's
+    /// address read from and written to an NVM page's first 8 bytes (NVM).
+    meta_reads: u64,
+    meta_writes: u64,
 }
 
 /// Cycles of the time model beyond translation, by component.
@@ -90,14 +105,39 @@ pub struct Cycles {
     pub clflush: u64,
     pub shootdown: u64,
     pub remap: u64,
-    /// Migration-bitmap cache lookups (Rainbow; 0 until it is built).
+    /// Migration-bitmap cache lookups and the bitmap loads of its misses (Rainbow).
     pub bitmap: u64,
+    /// Reads of a cached page's DRAM frame from the first 8 bytes of its NVM page, on a 4KB-TLB
+    /// miss (Rainbow's remap).
+    pub pointer: u64,
+    /// Rainbow's split TLBs: 4KB entries found below a level whose superpage entry hit.
+    pub tlb4k: u64,
 }
 
 impl Cycles {
     pub fn total(&self) -> u64 {
-        self.data_reads + self.writebacks + self.migration + self.clflush + self.shootdown + self.remap + self.bitmap
+        self.data_reads
+            + self.writebacks
+            + self.migration
+            + self.clflush
+            + self.shootdown
+            + self.remap
+            + self.bitmap
+            + self.pointer
+            + self.tlb4k
     }
+}
+
+/// The per-page counts a migration policy reads at each interval's end.
+#[derive(Debug, Clone)]
+pub enum PageCounting {
+    /// None (no migration).
+    Off,
+    /// Every frame's reads and write-backs, by page of the migration's size (HSCC counted at
+    /// the memory, `hybrid.counting = "memory"`; with TLB counting, the observer counts).
+    Frames(FrameCounts),
+    /// Rainbow's two stages (`mem/twostage.rs`).
+    TwoStage(Box<TwoStage>),
 }
 
 /// The hybrid memory backend.
@@ -111,11 +151,10 @@ pub struct HybridMemory {
     pub cycles: Cycles,
     /// Dirty line numbers by last-level set (sized at the first data access).
     dirty: Vec<Vec<u64>>,
-    /// Whether per-frame counts and the page map are kept (a migration policy is on).
+    /// Whether the page map is kept (a migration policy is on).
     tracking: bool,
-    /// Per-frame traffic of the current interval, indexed by frame (allocated zeroed, so the
-    /// host backs only the frames touched), and the frames with a count, in first-touch order.
-    counts: FrameCounts,
+    /// The counts of the current interval.
+    counting: PageCounting,
     /// Frames are counted at their page of the migration's size: `pfn & group`.
     group: u64,
     /// Per frame, 1 + the virtual 4KB page a walk last translated to it (0: none; may be
@@ -128,9 +167,18 @@ pub struct HybridMemory {
 impl HybridMemory {
     /// The backend of `cfg` (its `[hybrid]` table and one or two `memory.kinds`, validated).
     pub fn new(cfg: &Config) -> HybridMemory {
+        use crate::config::MigrationPolicy;
         let h = cfg.hybrid.clone().unwrap_or_default();
-        let tracking = h.migration != crate::config::MigrationPolicy::None;
+        let tracking = h.migration != MigrationPolicy::None;
         let frames = (cfg.memory.size.0 >> 12) as usize;
+        let dram_frames = cfg.memory.kinds[0].size.0 >> 12;
+        let counting = match h.migration {
+            MigrationPolicy::None => PageCounting::Off,
+            MigrationPolicy::Utility => PageCounting::Frames(FrameCounts::new(frames)),
+            MigrationPolicy::Rainbow => {
+                PageCounting::TwoStage(Box::new(TwoStage::new(dram_frames, frames as u64, h.write_weight)))
+            }
+        };
         HybridMemory {
             dram_end: cfg.memory.kinds[0].size.0,
             specs: cfg.memory.kinds.iter().map(KindSpec::from_config).collect(),
@@ -138,7 +186,7 @@ impl HybridMemory {
             cycles: Cycles::default(),
             dirty: Vec::new(),
             tracking,
-            counts: FrameCounts::new(if tracking { frames } else { 0 }),
+            counting,
             group: if h.granularity == crate::config::Granularity::Page2M { !511 } else { !0 },
             pages: if tracking { vec![0; frames] } else { Vec::new() },
             cfg: h,
@@ -161,16 +209,62 @@ impl HybridMemory {
         (instructions as f64 * self.base_cpi) as u64 + translation + self.cycles.total()
     }
 
-    /// Frame `pfn`'s count (tracking only).
+    /// A reference to frame `pfn` that reached the memory (`write`: a write-back).
     #[inline(always)]
-    fn count(&mut self, pfn: u64) -> &mut PageCount {
-        self.counts.get(pfn & self.group)
+    fn count(&mut self, pfn: u64, write: bool) {
+        match &mut self.counting {
+            PageCounting::Off => {}
+            PageCounting::Frames(f) => {
+                let c = f.get(pfn & self.group);
+                if write {
+                    c.writes += 1;
+                } else {
+                    c.reads += 1;
+                }
+            }
+            PageCounting::TwoStage(t) => t.count(pfn, write),
+        }
     }
 
-    /// The interval's counts by page of the migration's size (its first frame), in first-touch
-    /// order; the counts start again at zero.
+    /// The interval's per-frame counts by page of the migration's size (its first frame), in
+    /// first-touch order; the counts start again at zero (none unless counted per frame).
     pub fn take_counts(&mut self) -> Vec<(u64, PageCount)> {
-        self.counts.take()
+        match &mut self.counting {
+            PageCounting::Frames(f) => f.take(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The counting.
+    pub fn counting(&self) -> &PageCounting {
+        &self.counting
+    }
+
+    /// Rainbow's two-stage counters, if they are the counting.
+    pub fn two_stage(&mut self) -> Option<&mut TwoStage> {
+        match &mut self.counting {
+            PageCounting::TwoStage(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// A metadata read (`write` false) or write of one line in kind `kind` at the memory
+    /// controller (Rainbow: a migration-bitmap line, an NVM page's first 8 bytes): counted, its
+    /// latency returned for the caller to charge.
+    pub fn meta(&mut self, kind: usize, write: bool) -> u64 {
+        let k = &mut self.kinds[kind];
+        if write {
+            k.meta_writes += 1;
+            self.specs[kind].write_latency
+        } else {
+            k.meta_reads += 1;
+            self.specs[kind].read_latency
+        }
+    }
+
+    /// The first NVM frame (every frame below is DRAM).
+    pub fn dram_frames(&self) -> u64 {
+        self.dram_end >> 12
     }
 
     /// The virtual page a walk last translated to frame `pfn` (tracking only).
@@ -190,9 +284,7 @@ impl HybridMemory {
         let k = self.kind_of(pa);
         self.kinds[k].writebacks += 1;
         self.cycles.writebacks += self.specs[k].write_latency;
-        if self.tracking {
-            self.count(pa >> 12).writes += 1;
-        }
+        self.count(pa >> 12, true);
     }
 
     /// `clflush` of the 4KB frame `pfn`: its dirty lines are written back (to its kind) and
@@ -250,9 +342,7 @@ impl Backend for HybridMemory {
             c.walk_reads += 1;
         } else {
             self.cycles.data_reads += lat;
-            if self.tracking {
-                self.count(pa >> 12).reads += 1;
-            }
+            self.count(pa >> 12, false);
         }
         lat
     }
@@ -272,10 +362,16 @@ impl Backend for HybridMemory {
             // the last level no longer holds were written back, and so was the missed line if
             // it was dirty (it left the last level before this miss).
             let mut list = std::mem::take(&mut self.dirty[set]);
+            // (Every line of the list is in this set: one look at its row answers for all.)
+            let row = caches.llc_row(pa);
             let mut i = 0;
             while i < list.len() {
                 let d = list[i];
-                if d == line || !caches.llc_contains(d << LINE_SHIFT) {
+                let held = match row {
+                    Some((tags, shift)) => tags.contains(&((d << LINE_SHIFT >> shift) as u32)),
+                    None => caches.llc_contains(d << LINE_SHIFT),
+                };
+                if d == line || !held {
                     list.swap_remove(i);
                     self.writeback(d);
                 } else {
@@ -313,6 +409,8 @@ impl Backend for HybridMemory {
             ("shootdown", c.shootdown as f64),
             ("remap", c.remap as f64),
             ("bitmap", c.bitmap as f64),
+            ("pointer", c.pointer as f64),
+            ("tlb4k", c.tlb4k as f64),
         ];
         let total: f64 = parts.iter().map(|p| p.1).sum();
         let mut put = |k: String, v: f64| {
@@ -323,13 +421,15 @@ impl Backend for HybridMemory {
         }
         put("hybrid.time.total_cycles".into(), total);
         put("hybrid.ipc".into(), if total > 0.0 { instructions as f64 / total } else { 0.0 });
-        put("hybrid.translation_fraction".into(), if total > 0.0 { (stlb + walk) / total } else { 0.0 });
+        // (Rainbow's bitmap lookups and pointer reads are part of its translation.)
+        let xlat = stlb + walk + c.bitmap as f64 + c.pointer as f64 + c.tlb4k as f64;
+        put("hybrid.translation_fraction".into(), if total > 0.0 { xlat / total } else { 0.0 });
         let seconds = total / (self.cfg.clock_ghz * 1e9);
         put("hybrid.seconds".into(), seconds);
         let mut energy = 0.0;
         for (s, k) in self.specs.iter().zip(&self.kinds) {
-            let dynamic = (k.reads + k.copy_reads) as f64 * s.read_energy_pj
-                + (k.writebacks + k.copy_writes) as f64 * s.write_energy_pj;
+            let dynamic = (k.reads + k.copy_reads + k.meta_reads) as f64 * s.read_energy_pj
+                + (k.writebacks + k.copy_writes + k.meta_writes) as f64 * s.write_energy_pj;
             let dynamic_nj = dynamic / 1e3;
             // mW x s = mJ = 10^6 nJ.
             let static_nj = s.static_power_mw * seconds * 1e6;
@@ -350,6 +450,8 @@ impl Counters for HybridMemory {
             out.put(format_args!("hybrid.{n}.writebacks"), k.writebacks);
             out.put(format_args!("hybrid.{n}.copy_reads"), k.copy_reads);
             out.put(format_args!("hybrid.{n}.copy_writes"), k.copy_writes);
+            out.put(format_args!("hybrid.{n}.meta_reads"), k.meta_reads);
+            out.put(format_args!("hybrid.{n}.meta_writes"), k.meta_writes);
         }
         let c = &self.cycles;
         out.put(format_args!("hybrid.cycles.memory_reads"), c.data_reads);
@@ -359,6 +461,8 @@ impl Counters for HybridMemory {
         out.put(format_args!("hybrid.cycles.shootdown"), c.shootdown);
         out.put(format_args!("hybrid.cycles.remap"), c.remap);
         out.put(format_args!("hybrid.cycles.bitmap"), c.bitmap);
+        out.put(format_args!("hybrid.cycles.pointer"), c.pointer);
+        out.put(format_args!("hybrid.cycles.tlb4k"), c.tlb4k);
         out.put(format_args!("hybrid.dirty_lines"), self.dirty_lines());
     }
 }

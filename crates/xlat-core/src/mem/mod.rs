@@ -13,6 +13,8 @@ mod cache;
 mod direct;
 pub mod hybrid;
 pub mod migrate;
+pub mod rainbow;
+pub mod twostage;
 
 use crate::config::{CacheConfig, Config};
 use cache::Cache;
@@ -156,6 +158,12 @@ impl Caches {
     /// Whether the last level holds `pa`'s line (no update; false with no level).
     pub fn llc_contains(&self, pa: u64) -> bool {
         self.levels.last().is_some_and(|c| c.contains(pa))
+    }
+
+    /// The last level's row of `pa`'s set (its tags) and the shift from an address of that set
+    /// to its tag, when the last level keeps compact rows (see `Cache::row_of`).
+    pub fn llc_row(&self, pa: u64) -> Option<(&[u32], u32)> {
+        self.levels.last().and_then(|c| c.row_of(pa))
     }
 
     /// The last level's set of `pa`'s line, and its set count (0 and 1 with no level).

@@ -247,6 +247,40 @@ impl Mmu {
         None
     }
 
+    /// Whether a TLB of role `r`'s route level `level` holds the page of size `size` around
+    /// `va`, without changing anything (Rainbow's cases 1 and 2: the superpage TLB probed in
+    /// parallel with the 4KB TLB that hit).
+    pub fn holds_at(&self, r: usize, level: usize, va: u64, size: PageSize) -> bool {
+        let Some(ts) = self.routes.tlbs[r].get(level) else {
+            return false;
+        };
+        let key = tlb_key(va, size, self.tag);
+        ts.iter().any(|&t| {
+            let arr = &self.tlbs[t].arr;
+            self.tlbs[t].sizes.contains(&size) && arr.contains(arr.set_of(key & VPN_MASK), key)
+        })
+    }
+
+    /// The 4KB entry of `va` in role `r`'s TLBs of route levels `from..`, first found: its
+    /// level, frame and that level's hit latency. The entry becomes its set's most recently used,
+    /// but no hit is counted (the access was counted as a hit above; Rainbow's split TLBs, whose
+    /// 4KB side is probed in parallel with a superpage hit above).
+    pub fn find_4k_below(&mut self, r: usize, from: usize, va: u64) -> Option<(usize, u64, u64)> {
+        let (tag, size) = (self.tag, PageSize::Size4K as u8);
+        for k in 0..self.deep_live[r].len() {
+            let p = self.deep_live[r][k];
+            if (p.level as usize) < from || p.size != size {
+                continue;
+            }
+            let tlb = &mut self.tlbs[p.tlb as usize];
+            if let (_, Some(pfn)) = tlb.probe(va, p.shift, p.size_bits, tag) {
+                tlb.stats.hits -= 1;
+                return Some((p.level as usize, pfn, self.level_latency[p.level as usize]));
+            }
+        }
+        None
+    }
+
     /// Count a first-level miss of role `r`.
     #[inline(always)]
     pub fn count_first_miss(&mut self, r: usize) {
@@ -586,6 +620,12 @@ impl Mmu {
                     }
                 }
                 Invalidation::All => self.flush_tlbs(),
+                Invalidation::Page4K { asid, va } => {
+                    let tag = self.asid_mode.then(|| asid_tag(asid));
+                    for t in &mut self.tlbs {
+                        t.invalidate_4k(va, tag);
+                    }
+                }
             }
         }
         self.live_probes();

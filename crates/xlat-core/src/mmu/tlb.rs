@@ -195,6 +195,21 @@ impl Tlb {
         });
     }
 
+    /// Invalidate the 4KB entry of the page at `va` of address-space `tag` (any tag if `None`),
+    /// and no larger page's entry.
+    pub fn invalidate_4k(&mut self, va: u64, tag: Option<u64>) {
+        let present = &mut self.present;
+        let page = va & !0xfff;
+        self.stats.invalidations += self.arr.invalidate_if(|k| {
+            let (s, len, t) = key_range(k);
+            let hit = s == page && len == 4096 && tag.is_none_or(|x| x == t);
+            if hit {
+                present[((k >> VPN_BITS) & 3) as usize] -= 1;
+            }
+            hit
+        });
+    }
+
     pub fn flush(&mut self) {
         self.stats.invalidations += self.arr.clear();
         self.present = [0; 4];
@@ -294,5 +309,19 @@ mod tests {
         t.invalidate(0x3f_f000, 0x40_2000, None); // overlaps the 2MB page and 0x40_1000
         assert_eq!(t.stats.invalidations, 2);
         assert_eq!(t.lookup(0x40_2000, 0), Some((9, PageSize::Size4K)));
+    }
+
+    #[test]
+    fn a_4kb_invalidation_leaves_the_superpage_around_it() {
+        // Rainbow's shootdown of a DRAM copy: the 4KB entry goes, the 2MB entry covering it stays.
+        let mut t = tlb(64, 64, &[PageSize::Size4K, PageSize::Size2M]);
+        t.fill(0x20_0000, PageSize::Size2M, 512, 0);
+        t.fill(0x20_3000, PageSize::Size4K, 7, 0);
+        t.fill(0x20_4000, PageSize::Size4K, 8, 0);
+        t.invalidate_4k(0x20_3abc, None);
+        assert_eq!(t.stats.invalidations, 1);
+        assert_eq!(t.lookup(0x20_3000, 0), Some((512, PageSize::Size2M)), "the superpage translates it now");
+        assert_eq!(t.lookup(0x20_4000, 0), Some((8, PageSize::Size4K)));
+        assert_eq!(t.present[PageSize::Size4K as usize], 1);
     }
 }

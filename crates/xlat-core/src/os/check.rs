@@ -44,11 +44,11 @@ impl Kernel {
             tree_pages += sp.ranges.tree.pages.len() as u64;
         }
         let s = &self.stats;
-        let want = mapped + s.page_table_pages + s.companion_pages + tree_pages;
+        let want = mapped + s.page_table_pages + s.companion_pages + tree_pages + self.unmapped_frames;
         if s.frames_in_use != want {
             return Err(format!(
-                "os.frames_in_use {} != mapped frames {mapped} + page-table pages {} + companion pages {} + range-table pages {tree_pages}",
-                s.frames_in_use, s.page_table_pages, s.companion_pages
+                "os.frames_in_use {} != mapped frames {mapped} + page-table pages {} + companion pages {} + range-table pages {tree_pages} + unmapped frames {}",
+                s.frames_in_use, s.page_table_pages, s.companion_pages, self.unmapped_frames
             ));
         }
         let f = self.phys.fragmentation();

@@ -35,6 +35,9 @@ pub struct Kernel {
     tracks_resident: bool,
     /// Frames `memory.fragmentation` pinned at boot (never in use, never free).
     pub(super) pinned_frames: u64,
+    /// Frames in use that no page table maps: the DRAM frames a memory-side cache holds
+    /// (Rainbow's DRAM copies of NVM pages, [`Kernel::alloc_frame`]).
+    pub(super) unmapped_frames: u64,
 }
 
 fn splitmix(mut x: u64) -> u64 {
@@ -88,6 +91,7 @@ impl Kernel {
             range_threshold,
             tracks_resident,
             pinned_frames,
+            unmapped_frames: 0,
         }
     }
 
@@ -220,6 +224,22 @@ impl Kernel {
         let order = (0..=max_order.min(next.trailing_zeros())).rev().find(|&k| self.phys.alloc_at(next, k))?;
         self.stats.frames_in_use += 1 << order;
         Some((next, order))
+    }
+
+    /// One 4KB frame of `zone` that no page maps (a memory-side cache's frame: Rainbow's DRAM
+    /// manager takes its frames from the buddy allocator, seed 003 section III-A), or None when
+    /// the zone has none free.
+    pub fn alloc_frame(&mut self, zone: usize) -> Option<u64> {
+        let pfn = self.phys.alloc_in(zone, 0)?;
+        self.stats.frames_in_use += 1;
+        self.unmapped_frames += 1;
+        Some(pfn)
+    }
+
+    /// Give back a frame of [`Kernel::alloc_frame`].
+    pub fn free_frame(&mut self, pfn: u64) {
+        self.unmapped_frames -= 1;
+        self.free_frames(pfn, 0);
     }
 
     pub(super) fn free_frames(&mut self, pfn: u64, order: u32) {

@@ -169,6 +169,22 @@ impl Os {
         self.k.migrate(va, zone, inv)
     }
 
+    /// One 4KB frame of memory zone `zone` that no page maps, counted in use (a memory-side
+    /// cache's frame: Rainbow's DRAM copies of NVM pages); None when the zone has none free.
+    pub fn alloc_frame(&mut self, zone: usize) -> Option<u64> {
+        self.k.alloc_frame(zone)
+    }
+
+    /// Give back a frame of [`Os::alloc_frame`].
+    pub fn free_frame(&mut self, pfn: u64) {
+        self.k.free_frame(pfn)
+    }
+
+    /// The number of memory zones (`memory.kinds`, or 1).
+    pub fn zones(&self) -> usize {
+        self.k.phys.zones()
+    }
+
     // ------------------------------------------------------------------ mosaic relocation
 
     /// Whether trace addresses are relocated into simulator-placed mosaic pools (mosaic

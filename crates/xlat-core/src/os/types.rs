@@ -73,6 +73,13 @@ pub enum Invalidation {
     },
     /// Everything (context switch without ASIDs).
     All,
+    /// The 4KB entries of the 4KB page at `va` only, not a larger page's entry covering it
+    /// (Rainbow's shootdown of a DRAM copy going back to NVM, seed 003 section III-F: the
+    /// superpage's entries stay).
+    Page4K {
+        asid: u32,
+        va: u64,
+    },
 }
 
 /// A range translation (RMM, seed 000 section 4.4): virtual [base, limit) maps to the

@@ -54,6 +54,11 @@ pub trait Variant: 'static {
     /// Whether first-level hits count their LRU distance (Lite, seed 000 section 5.4.2; hits
     /// through the memo of first-level hits are MRU re-hits, distance 0, which Lite never reads).
     const LITE: bool = false;
+    /// Whether the memo of first-level hits may be used. Rainbow's 4KB entries of DRAM copies
+    /// sit inside superpages that 2MB entries also translate, and the 4KB entry must win, as
+    /// in a parallel probe of split TLBs; the memo keeps one entry per page and could answer
+    /// with the 2MB one.
+    const MEMO: bool = true;
     /// Whether the miss handler translates every access itself (it holds the only TLB: `[mach]`,
     /// no page TLBs in the MMU): each range of accesses then runs through the handler's own loop
     /// ([`Variant::run_direct`]), with no first-level probe, memo, deep probe or fill (all empty
@@ -155,6 +160,18 @@ impl<O: AccessObserver + 'static> Variant for HybridLoop<O> {
     const RANGES: bool = false;
 }
 
+/// Rainbow (`hybrid.migration = "rainbow"`): the hybrid loop with Rainbow's memory controller
+/// (`mem/rainbow.rs`), whose [`Backend::remap`] sees every translation; no memo.
+pub struct RainbowLoop<O>(std::marker::PhantomData<O>);
+
+impl<O: AccessObserver + 'static> Variant for RainbowLoop<O> {
+    type Handler = RadixWalker;
+    type Backend = crate::mem::rainbow::RainbowMemory;
+    type Observer = O;
+    const RANGES: bool = false;
+    const MEMO: bool = false;
+}
+
 /// Any configuration: the handler and the backend chosen at run time, range TLBs allowed, and
 /// observer `O`.
 pub struct General<O>(std::marker::PhantomData<O>);
@@ -244,6 +261,9 @@ impl<V: Variant> Core<V> {
         if V::LITE {
             core.mmu.count_lru_distance();
         }
+        if !V::MEMO {
+            core.mmu.set_memo(false);
+        }
         Ok(core)
     }
 
@@ -286,6 +306,11 @@ impl<V: Variant> Core<V> {
             self.mmu.probe_first::<MEMO>(S::LANES.l1i, r, va)
         };
         if let Some((pfn, size)) = hit {
+            let (pfn, size) = if <V::Backend as Backend>::REMAP {
+                self.remap::<S>(r, va, pfn, size, Translated::Level(0))
+            } else {
+                (pfn, size)
+            };
             self.translated::<DATA>(pfn, size, va, kind, Translated::Level(0), NO_HINT);
             return Ok(());
         }
@@ -301,9 +326,44 @@ impl<V: Variant> Core<V> {
         }
         self.mmu.count_first_miss(r);
         let (pfn, s) = self.miss::<S>(va, r)?;
-        let at = if <V::Observer as AccessObserver>::ACTIVE { self.last_at } else { Translated::Walk };
-        self.translated::<DATA>(pfn, s as u8, va, kind, at, NO_HINT);
+        let remap = <V::Backend as Backend>::REMAP;
+        let at = if <V::Observer as AccessObserver>::ACTIVE || remap { self.last_at } else { Translated::Walk };
+        let (pfn, s) = if remap { self.remap::<S>(r, va, pfn, s as u8, at) } else { (pfn, s as u8) };
+        self.translated::<DATA>(pfn, s, va, kind, at, NO_HINT);
         Ok(())
+    }
+
+    /// Rainbow: the memory may redirect a translation ([`Backend::remap`]: a 4KB page of an
+    /// NVM superpage cached in DRAM); then the 4KB TLBs of every level get the DRAM frame. A
+    /// superpage entry that hit above a level holding the cached page's 4KB entry yields to it
+    /// (split 4KB and 2MB TLBs are probed in parallel, level by level on each side).
+    #[inline(always)]
+    fn remap<S: Shape>(&mut self, r: usize, va: u64, pfn: u64, size: u8, at: Translated) -> (u64, u8) {
+        use crate::mem::backend::Via;
+        let s = PageSize::from_index(size as usize);
+        let frame = pfn + ((va & (s.bytes() - 1)) >> 12);
+        let via = match at {
+            Translated::Level(l) if s == PageSize::Size2M && self.backend.redirects(frame) => {
+                if let Some((level, dram, cycles)) = self.mmu.find_4k_below(r, l as usize + 1, va) {
+                    self.mmu.fill_above::<S>(r, level, va, PageSize::Size4K, dram);
+                    self.backend.remap(va, dram, PageSize::Size4K, Via::Below { cycles });
+                    return (dram, PageSize::Size4K as u8);
+                }
+                Via::Tlb { superpage_held: false }
+            }
+            Translated::Level(l) => Via::Tlb {
+                superpage_held: s == PageSize::Size4K && self.mmu.holds_at(r, l as usize, va, PageSize::Size2M),
+            },
+            _ => Via::Walk,
+        };
+        match self.backend.remap(va, frame, s, via) {
+            Some(dram) => {
+                let levels = self.mmu.levels(r);
+                self.mmu.fill_above::<S>(r, levels, va, PageSize::Size4K, dram);
+                (dram, PageSize::Size4K as u8)
+            }
+            None => (pfn, size),
+        }
     }
 
     /// After a translation (page at frame `pfn`, size index `size`): the data access through
@@ -365,7 +425,7 @@ impl<V: Variant> Core<V> {
         // (An L1 range TLB's hit is level 0: it fills the first level.)
         let fill_to = if V::RANGES { upto.max(1) } else { upto };
         self.mmu.fill_above::<S>(r, fill_to, va, s, pfn);
-        if <V::Observer as AccessObserver>::ACTIVE {
+        if <V::Observer as AccessObserver>::ACTIVE || <V::Backend as Backend>::REMAP {
             self.last_at = if upto == self.mmu.levels(r) { Translated::Walk } else { Translated::Level(upto as u8) };
         }
         // A page mapped at `s` but held only as smaller (splintered) entries still translates.
@@ -438,7 +498,7 @@ impl<V: Variant> Core<V> {
         while i < hi {
             let chunk_end = hi.min(i + 4096);
             let (walks0, misses0) = (self.handler.misses(), self.mmu.first_misses());
-            if self.mmu.memo_on() {
+            if V::MEMO && self.mmu.memo_on() {
                 self.run_chunk::<DATA, true, S>(addr, kind, i, chunk_end)?;
             } else {
                 self.run_chunk::<DATA, false, S>(addr, kind, i, chunk_end)?;
@@ -447,7 +507,7 @@ impl<V: Variant> Core<V> {
             // Turn prefetching on when more than 1 access in 32 walked.
             self.prefetching = (self.handler.misses() - walks0) * 32 > n;
             // The memo off when more than 1 access in 8 missed the first level.
-            self.mmu.set_memo((self.mmu.first_misses() - misses0) * 8 <= n);
+            self.mmu.set_memo(V::MEMO && (self.mmu.first_misses() - misses0) * 8 <= n);
             i = chunk_end;
         }
         Ok(())

@@ -1,6 +1,8 @@
-//! Utility-based migration of 4KB pages between DRAM and NVM (`hybrid.migration = "utility"`;
-//! seed 003 section III-C, HSCC-4KB-mig): an epoch controller over the hybrid memory
-//! (`mem/hybrid.rs`), using the utility, threshold and DRAM lists of `mem/migrate.rs`.
+//! Utility-based migration of 4KB or 2MB pages between DRAM and NVM (`hybrid.migration =
+//! "utility"`; seed 003 section III-C, HSCC-4KB-mig and HSCC-2MB-mig): an epoch controller over
+//! the hybrid memory (`mem/hybrid.rs`), using the utility, threshold, DRAM lists, interval clock
+//! and placement of `mem/migrate.rs` (shared with Rainbow's controller, `sim/rainbow.rs`); pages
+//! move by the OS's remap (`Os::migrate`).
 //!
 //! It runs every `hybrid.check_instructions` instructions and acts when the time model's
 //! cycles (base CPI x instructions + walk cycles + the hybrid memory's cycles; first-level-miss
@@ -23,19 +25,23 @@ use super::epoch::{EpochController, EpochCx, Period};
 use super::tlbcount::TlbCounts;
 use crate::config::{Counting, Granularity, HybridConfig};
 use crate::mem::hybrid::{HybridMemory, DRAM, LINES_PER_PAGE, NVM};
-use crate::mem::migrate::{DramLists, Latencies, Threshold, Utility};
+use crate::mem::migrate::{Demoted, Latencies, Mover, Utility, UtilityMigration};
 use crate::mem::Caches;
 use crate::os::SimError;
 use crate::os::{Invalidation, Os};
-
-/// What a move needs of the epoch's context besides the hybrid memory.
-struct Cx<'a> {
-    os: &'a mut Os,
-    caches: &'a Caches,
-    inval: &'a mut Vec<Invalidation>,
-}
 use crate::stats::{Counters, Sink};
 use crate::units::PageSize;
+
+/// The latencies the utility compares, from the hybrid memory's kinds.
+pub(crate) fn latencies(m: &HybridMemory) -> Latencies {
+    let (d, n) = (m.spec(DRAM), m.spec(NVM));
+    Latencies {
+        dram_read: d.read_latency,
+        dram_write: d.write_latency,
+        nvm_read: n.read_latency,
+        nvm_write: n.write_latency,
+    }
+}
 
 /// The migration controller.
 pub struct Migration {
@@ -44,17 +50,7 @@ pub struct Migration {
     size: PageSize,
     tlb_counting: bool,
     check: u64,
-    interval: u64,
-    /// The time-model cycle count at which the next interval ends.
-    next: u64,
-    intervals: u64,
-    threshold: Threshold,
-    lists: DramLists,
-    promotions: u64,
-    demotions_clean: u64,
-    demotions_dirty: u64,
-    candidates: u64,
-    stale: u64,
+    u: UtilityMigration,
     dirty_flushed: u64,
 }
 
@@ -66,16 +62,7 @@ impl Migration {
             size: if two_mb { PageSize::Size2M } else { PageSize::Size4K },
             tlb_counting: h.counting == Counting::Tlb,
             check: h.check_instructions,
-            interval: h.interval,
-            next: h.interval,
-            intervals: 0,
-            threshold: Threshold::new(h.threshold_cycles, h.threshold_step_cycles),
-            lists: DramLists::default(),
-            promotions: 0,
-            demotions_clean: 0,
-            demotions_dirty: 0,
-            candidates: 0,
-            stale: 0,
+            u: UtilityMigration::new(h.interval, h.threshold_cycles, h.threshold_step_cycles),
             dirty_flushed: 0,
         }
     }
@@ -86,31 +73,78 @@ impl Migration {
     }
 
     fn utility(&self, m: &HybridMemory) -> Utility {
-        let (d, n) = (m.spec(DRAM), m.spec(NVM));
         Utility {
-            lat: Latencies {
-                dram_read: d.read_latency,
-                dram_write: d.write_latency,
-                nvm_read: n.read_latency,
-                nvm_write: n.write_latency,
-            },
+            lat: latencies(m),
             migrate_cost: self.frames * m.page_copy_cycles(NVM, DRAM) + self.fixed(m),
             writeback_cost: self.frames * m.page_copy_cycles(DRAM, NVM) + self.fixed(m),
         }
     }
 
-    /// Move the page `va` (now at `pfn`) to `zone`; its costs (`copy`: its data is copied, as
-    /// it is anyway when a page going back to NVM had dirty lines cached); the new frame and
-    /// whether it was copied, or None if the OS could not (no free frame there).
-    fn move_page(
+    fn interval_end(
         &mut self,
         cx: &mut Cx<'_>,
         m: &mut HybridMemory,
-        va: u64,
-        pfn: u64,
-        zone: usize,
-        copy: bool,
-    ) -> Result<Option<(u64, bool)>, SimError> {
+        tlb: Option<&mut TlbCounts>,
+    ) -> Result<(), SimError> {
+        // (Counted by page of the migration's size already: its first frame.)
+        let counts = match tlb {
+            Some(t) => t.take(),
+            None => m.take_counts(),
+        };
+        let u = self.utility(m);
+        let mut cands: Vec<(i64, u64)> = Vec::new();
+        for &(pfn, c) in &counts {
+            if m.kind_of(pfn << 12) == DRAM {
+                if c.writes > 0 {
+                    self.u.lists.mark_dirty(pfn);
+                }
+            } else {
+                let b = u.benefit(c.reads as u64, c.writes as u64);
+                if self.u.threshold.passes(b) {
+                    cands.push((b, pfn));
+                }
+            }
+        }
+        let mut mover = Remapper { cx, m, frames: self.frames, size: self.size, va: 0, dirty_flushed: 0 };
+        let r = self.u.place(cands, u.writeback_cost, &mut mover);
+        self.dirty_flushed += mover.dirty_flushed;
+        r
+    }
+}
+
+/// What a move needs of the epoch's context besides the memory (HSCC's and Rainbow's movers).
+pub(crate) struct Cx<'a> {
+    pub(crate) os: &'a mut Os,
+    pub(crate) caches: &'a Caches,
+    pub(crate) inval: &'a mut Vec<Invalidation>,
+}
+
+/// HSCC's moves: the OS remaps the page (`Os::migrate`), after a `clflush` of its lines, with
+/// the copy, the remap and the shootdown charged to the hybrid memory. Keys are frames (the
+/// first of a 2MB page).
+struct Remapper<'a, 'b> {
+    cx: &'a mut Cx<'b>,
+    m: &'a mut HybridMemory,
+    frames: u64,
+    size: PageSize,
+    /// The prepared candidate's virtual page.
+    va: u64,
+    dirty_flushed: u64,
+}
+
+impl Remapper<'_, '_> {
+    /// The virtual page at frame `pfn`, if it is still there (of the migration's size, in the
+    /// current address space).
+    fn page(&self, pfn: u64) -> Option<u64> {
+        let va = self.m.page_of(pfn)?;
+        (self.cx.os.lookup(va) == Some((pfn, self.size))).then_some(va)
+    }
+
+    /// Move the page `va` (now at `pfn`) to `zone`; its costs (`copy`: its data is copied, as
+    /// it is anyway when a page going back to NVM had dirty lines cached); the new frame and
+    /// whether it was copied, or None if the OS could not (no free frame there).
+    fn move_page(&mut self, va: u64, pfn: u64, zone: usize, copy: bool) -> Result<Option<(u64, bool)>, SimError> {
+        let (cx, m) = (&mut *self.cx, &mut *self.m);
         if !cx.os.migrate(va, zone, cx.inval)? {
             return Ok(None);
         }
@@ -127,88 +161,31 @@ impl Migration {
         m.moved(pfn, new, va);
         Ok(Some((new, copy)))
     }
+}
 
-    /// Whether `pfn` still holds the page (of the migration's size) at `va` of the current
-    /// address space.
-    fn holds(&self, cx: &Cx<'_>, va: u64, pfn: u64) -> bool {
-        cx.os.lookup(va) == Some((pfn, self.size))
+impl Mover for Remapper<'_, '_> {
+    type Error = SimError;
+    fn prepare(&mut self, pfn: u64) -> bool {
+        match self.page(pfn) {
+            Some(va) => {
+                self.va = va;
+                true
+            }
+            None => false,
+        }
     }
-
-    fn interval_end(
-        &mut self,
-        cx: &mut Cx<'_>,
-        m: &mut HybridMemory,
-        tlb: Option<&mut TlbCounts>,
-    ) -> Result<(), SimError> {
-        self.intervals += 1;
-        let now = self.intervals;
-        // (Counted by page of the migration's size already: its first frame.)
-        let counts = match tlb {
-            Some(t) => t.take(),
-            None => m.take_counts(),
+    fn promote(&mut self, pfn: u64) -> Result<Option<u64>, SimError> {
+        Ok(self.move_page(self.va, pfn, DRAM, true)?.map(|(new, _)| new))
+    }
+    fn demote(&mut self, pfn: u64, dirty: bool) -> Result<Demoted, SimError> {
+        let Some(va) = self.page(pfn) else {
+            return Ok(Demoted::Stale);
         };
-        let u = self.utility(m);
-        let mut cands: Vec<(i64, u64)> = Vec::new();
-        for &(pfn, c) in &counts {
-            if m.kind_of(pfn << 12) == DRAM {
-                if c.writes > 0 {
-                    self.lists.mark_dirty(pfn);
-                }
-            } else {
-                let b = u.benefit(c.reads as u64, c.writes as u64);
-                if self.threshold.passes(b) {
-                    cands.push((b, pfn));
-                }
-            }
-        }
-        cands.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut both_ways = false;
-        'candidates: for (b, pfn) in cands {
-            let Some(va) = m.page_of(pfn) else {
-                self.stale += 1;
-                continue;
-            };
-            if !self.holds(cx, va, pfn) {
-                self.stale += 1;
-                continue;
-            }
-            self.candidates += 1;
-            loop {
-                if let Some((new, _)) = self.move_page(cx, m, va, pfn, DRAM, true)? {
-                    self.promotions += 1;
-                    self.lists.insert(new, now);
-                    continue 'candidates;
-                }
-                // No free DRAM frame: evict, if the candidate is worth it.
-                let Some((victim, dirty)) = self.lists.victim(now) else {
-                    break 'candidates;
-                };
-                let worth = if dirty { b.saturating_sub(u.writeback_cost as i64) } else { b };
-                if !self.threshold.passes(worth) {
-                    continue 'candidates;
-                }
-                self.lists.remove(victim);
-                let Some(vva) = m.page_of(victim) else {
-                    self.stale += 1;
-                    continue;
-                };
-                if !self.holds(cx, vva, victim) {
-                    self.stale += 1;
-                    continue;
-                }
-                let Some((_, copied)) = self.move_page(cx, m, vva, victim, NVM, dirty)? else {
-                    break 'candidates; // NVM full: nothing can move
-                };
-                if copied {
-                    self.demotions_dirty += 1;
-                    both_ways = true;
-                } else {
-                    self.demotions_clean += 1;
-                }
-            }
-        }
-        self.threshold.end_interval(both_ways);
-        Ok(())
+        Ok(match self.move_page(va, pfn, NVM, dirty)? {
+            None => Demoted::Full,
+            Some((_, true)) => Demoted::Dirty,
+            Some((_, false)) => Demoted::Clean,
+        })
     }
 }
 
@@ -224,11 +201,9 @@ impl EpochController for Migration {
         let Some(m) = backend.downcast_mut::<HybridMemory>() else {
             return Err(SimError::Invalid("hybrid.migration needs the hybrid memory backend".into()));
         };
-        let now = m.time_cycles(*instructions, *walk_cycles);
-        if now < self.next {
+        if !self.u.clock.due(m.time_cycles(*instructions, *walk_cycles)) {
             return Ok(());
         }
-        self.next = (now / self.interval + 1) * self.interval;
         let tlb = if self.tlb_counting { observer.downcast_mut::<TlbCounts>() } else { None };
         self.interval_end(&mut Cx { os, caches, inval }, m, tlb)
     }
@@ -236,20 +211,11 @@ impl EpochController for Migration {
 
 impl Counters for Migration {
     fn counters(&self, out: &mut dyn Sink) {
-        let (clean, dirty) = self.lists.counts();
-        out.put(format_args!("intervals"), self.intervals);
-        out.put(format_args!("candidates"), self.candidates);
-        out.put(format_args!("promotions"), self.promotions);
-        out.put(format_args!("demotions_clean"), self.demotions_clean);
-        out.put(format_args!("demotions_dirty"), self.demotions_dirty);
-        let moved = self.promotions + self.demotions_clean + self.demotions_dirty;
+        self.u.report(out);
+        let u = &self.u;
+        let moved = u.promotions + u.demotions_clean + u.demotions_dirty;
         out.put(format_args!("shootdowns"), moved);
-        out.put(format_args!("bytes_copied"), (self.promotions + self.demotions_dirty) * self.frames * 4096);
+        out.put(format_args!("bytes_copied"), (u.promotions + u.demotions_dirty) * self.frames * 4096);
         out.put(format_args!("dirty_lines_flushed"), self.dirty_flushed);
-        out.put(format_args!("threshold_cycles"), self.threshold.current);
-        out.put(format_args!("threshold_changes"), self.threshold.changes);
-        out.put(format_args!("stale"), self.stale);
-        out.put(format_args!("dram_clean_pages"), clean);
-        out.put(format_args!("dram_dirty_pages"), dirty);
     }
 }

@@ -6,6 +6,9 @@
 //! - [`epoch`]: controllers run every N instructions or accesses, and the counter sampling;
 //!   [`contiguity`]: the one the configuration can ask for (`sim.contiguity_every`); [`lite`]:
 //!   Lite's way-disabling of the L1 TLBs (`[lite]`, with the [`engine::LiteLoop`] copy);
+//!   [`hybrid`]: utility-based migration between DRAM and NVM (HSCC), with [`tlbcount`], its
+//!   counting in the TLB; [`rainbow`]: Rainbow's caching of NVM superpages' hot 4KB pages
+//!   (with the [`engine::RainbowLoop`] copy);
 //! - [`observer`]: code that sees every access (zero-size by default);
 //! - [`result`]: the counters of every component, derived figures, invariants, the result;
 //! - [`parallel`]: several configurations over one trace on several threads.
@@ -21,6 +24,7 @@ pub mod hybrid;
 pub mod lite;
 pub mod observer;
 mod parallel;
+pub mod rainbow;
 pub mod result;
 pub mod shape;
 mod simulator;

@@ -1,7 +1,7 @@
 //! The public face of the simulator: builds the compiled copy of the loop a configuration needs
 //! and dispatches to it once per batch; `simulate` runs a whole trace.
 
-use super::engine::{Core, General, HybridLoop, LiteLoop, MachLoop, Plain, PrismLoop, Staged, Variant};
+use super::engine::{Core, General, HybridLoop, LiteLoop, MachLoop, Plain, PrismLoop, RainbowLoop, Staged, Variant};
 use super::epoch::EpochController;
 use super::observer::{AccessObserver, NoObserver};
 use super::result::SimResult;
@@ -148,11 +148,17 @@ impl Simulator {
             let c = super::lite::Lite::new(self.config(), l);
             self.add_controller(Box::new(c)).map_err(Error::Invariant)?;
         }
-        if let Some(h) =
-            self.config().hybrid.as_ref().filter(|h| h.migration == crate::config::MigrationPolicy::Utility)
-        {
-            let c = super::hybrid::Migration::new(h);
-            self.add_controller(Box::new(c)).map_err(Error::Invariant)?;
+        if let Some(h) = self.config().hybrid.clone() {
+            use crate::config::MigrationPolicy;
+            match h.migration {
+                MigrationPolicy::None => {}
+                MigrationPolicy::Utility => {
+                    self.add_controller(Box::new(super::hybrid::Migration::new(&h))).map_err(Error::Invariant)?
+                }
+                MigrationPolicy::Rainbow => self
+                    .add_controller(Box::new(super::rainbow::RainbowMigration::new(&h)))
+                    .map_err(Error::Invariant)?,
+            }
         }
         let sim = &self.config().sim;
         if sim.contiguity_every > 0 {
@@ -209,6 +215,11 @@ impl Simulator {
                 "config '{c}': [hybrid] needs the radix walker and page TLBs only (no range TLBs, clustered TLB or direct segment)."
             ))?;
         }
+        if cfg.hybrid.as_ref().is_some_and(|h| h.migration == crate::config::MigrationPolicy::Rainbow) {
+            let mem = crate::mem::rainbow::RainbowMemory::new(cfg);
+            let core = Core::<RainbowLoop<O>>::new(cfg, RadixWalker::new(cfg), mem, obs)?;
+            return Ok(Simulator { engine: Box::new(core), variant: "rainbow" });
+        }
         let mem = crate::mem::hybrid::HybridMemory::new(cfg);
         let core = Core::<HybridLoop<O>>::new(cfg, RadixWalker::new(cfg), mem, obs)?;
         Ok(Simulator { engine: Box::new(core), variant: "hybrid" })
@@ -229,7 +240,8 @@ impl Simulator {
         cfg.walker.kind == WalkerKind::Radix && matches!(crate::mem::backend::from_config(cfg), AnyBackend::Dram(_))
     }
 
-    /// Which compiled copy runs: `plain`, `staged`, `lite`, `prism`, `mach` or `general`.
+    /// Which compiled copy runs: `plain`, `staged`, `lite`, `prism`, `mach`, `hybrid`,
+    /// `rainbow` or `general`.
     pub fn variant(&self) -> &'static str {
         self.variant
     }

@@ -9,25 +9,57 @@ use super::observer::{AccessObserver, Observed, Translated};
 use crate::mem::hybrid::{FrameCounts, PageCount};
 use crate::stats::{Counters, Sink};
 
+/// References waiting to be counted: each access's count is prefetched and applied this many
+/// accesses later, so that the host's cache misses on the per-frame array (one per access of a
+/// random-access program) overlap. The counts, and their first-touch order, are the same.
+const LAG: usize = 16;
+
 /// Per-frame references of the current interval.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct TlbCounts {
     counts: FrameCounts,
     /// Frames are counted at their page of the migration's size: `pfn & group`.
     group: u64,
     references: u64,
+    /// The last references (page << 1 | write), oldest at `head`; `u64::MAX`: none.
+    ring: [u64; LAG],
+    head: usize,
 }
 
 impl TlbCounts {
     /// Counts over `frames` 4KB frames of physical memory, by page of `page_frames` frames (1
     /// or 512).
     pub fn new(frames: usize, page_frames: u64) -> TlbCounts {
-        TlbCounts { counts: FrameCounts::new(frames), group: !(page_frames - 1), references: 0 }
+        TlbCounts {
+            counts: FrameCounts::new(frames),
+            group: !(page_frames - 1),
+            references: 0,
+            ring: [u64::MAX; LAG],
+            head: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn apply(&mut self, r: u64) {
+        let c = self.counts.get(r >> 1);
+        if r & 1 != 0 {
+            c.writes += 1;
+        } else {
+            c.reads += 1;
+        }
     }
 
     /// The interval's counts by page (its first frame), in first-touch order; they start again
     /// at zero.
     pub fn take(&mut self) -> Vec<(u64, PageCount)> {
+        for k in 0..LAG {
+            let i = (self.head + k) % LAG;
+            let r = std::mem::replace(&mut self.ring[i], u64::MAX);
+            if r != u64::MAX {
+                self.apply(r);
+            }
+        }
+        self.head = 0;
         self.counts.take()
     }
 }
@@ -39,11 +71,12 @@ impl AccessObserver for TlbCounts {
             return;
         }
         self.references += 1;
-        let c = self.counts.get(a.pfn() & self.group);
-        if a.kind == 1 {
-            c.writes += 1;
-        } else {
-            c.reads += 1;
+        let page = a.pfn() & self.group;
+        self.counts.prefetch(page);
+        let r = std::mem::replace(&mut self.ring[self.head], page << 1 | (a.kind == 1) as u64);
+        self.head = (self.head + 1) % LAG;
+        if r != u64::MAX {
+            self.apply(r);
         }
     }
 }

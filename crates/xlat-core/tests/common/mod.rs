@@ -67,3 +67,32 @@ pub fn run(mut s: Simulator, batches: &[Batch]) -> (Simulator, std::collections:
     let c = s.counters();
     (s, c)
 }
+
+/// The tiny hybrid memory of tests/hybrid.rs and tests/rainbow.rs: 2MiB of DRAM (latency 100,
+/// 10/20 pJ, 1000 mW) and `nvm` of NVM (read 200, write 500, 30/100 pJ, no static power), data
+/// through the caches.
+pub fn tiny_memory(nvm: &str) -> String {
+    format!(
+        r#"[memory]
+max_order = 9
+[[memory.kinds]]
+name = "dram"
+size = "2MiB"
+read_latency = 100
+write_latency = 100
+read_energy_pj = 10.0
+write_energy_pj = 20.0
+static_power_mw = 1000.0
+[[memory.kinds]]
+name = "nvm"
+size = "{nvm}"
+read_latency = 200
+write_latency = 500
+read_energy_pj = 30.0
+write_energy_pj = 100.0
+static_power_mw = 0.0
+[sim]
+data_through_caches = true
+"#
+    )
+}

@@ -6,7 +6,7 @@
 //! | [`PageSizePolicy`] | on a fault, per page of an eager population | `4k` | `thp`, `mosaic` |
 //! | [`AllocationTiming`] | when a mapping is created or grows | demand | eager |
 //! | [`RangeCreation`] | after pages are mapped or unmapped | none | contiguous |
-//! | [`Tiering`] | on every frame allocation | lowest-first | highest-first |
+//! | [`Tiering`] | on every frame allocation | lowest-first | highest-first, interleave |
 //! | [`Reclaim`] | when no free block is left | none | fifo |
 //! | [`MetadataGranularity`] | when a page-table page is created | page | registry |
 
@@ -21,7 +21,7 @@ pub use metadata::{MetadataGranularity, PerPage, Registry};
 pub use pagesize::{BasePages, Huge1g, MosaicLayout, PageSizePolicy, Thp};
 pub use ranges::{ContiguousRanges, NoRanges, RangeCreation};
 pub use reclaim::{FifoReclaim, NoReclaim, Reclaim};
-pub use tiering::{HighestFirst, LowestFirst, Tiering, ZoneOrder};
+pub use tiering::{HighestFirst, Interleave, LowestFirst, Tiering, ZoneOrder};
 pub use timing::{AllocationTiming, DemandPaging, EagerPaging};
 
 use crate::config::{Allocation, Config, MetadataPolicy, Policy, RangePolicy, ReclaimPolicy, TieringPolicy};
@@ -63,6 +63,9 @@ impl Policies {
             tiering: match o.tiering {
                 TieringPolicy::LowestFirst => Box::new(LowestFirst),
                 TieringPolicy::HighestFirst => Box::new(HighestFirst),
+                TieringPolicy::Interleave => {
+                    Box::new(Interleave::new(cfg.memory.kinds.iter().map(|k| k.size.0 >> 12).collect()))
+                }
             },
             reclaim: match o.reclaim {
                 ReclaimPolicy::None => Box::new(NoReclaim),

@@ -1,0 +1,213 @@
+"""Rainbow (seed 003) and its four baselines on one trace: the five configurations of
+``configs/rainbow/`` (Flat-static, HSCC-4KB-mig, HSCC-2MB-mig, Rainbow, DRAM-only with 2MB
+pages), run side by side, and the figures the paper compares: TLB misses per kilo-instruction,
+the share of cycles in translation and its parts, IPC, migration traffic against the footprint,
+and memory energy.
+
+The configurations are plain TOML files over the one simulator (the hybrid DRAM/NVM memory,
+``[hybrid]``); this module only runs them and turns their results into rows, tables and plots.
+``docs/rainbow.md`` defines every figure, every default and where it comes from.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xlat.layout import parse_size
+from xlat.sim import Run, SimResult, simulate_many
+
+__all__ = ["CONFIGS", "LABELS", "Comparison", "compare", "config_dir", "plot_many", "runs"]
+
+#: The configurations, in the order the paper lists them (section IV-A), Rainbow before the
+#: upper bound.
+CONFIGS = ("flat-static", "hscc-4kb", "hscc-2mb", "rainbow", "dram-only-2mb")
+LABELS = {
+    "flat-static": "Flat-static",
+    "hscc-4kb": "HSCC-4KB-mig",
+    "hscc-2mb": "HSCC-2MB-mig",
+    "rainbow": "Rainbow",
+    "dram-only-2mb": "DRAM-only (2MB)",
+}
+#: Cycles of the time model by part, as ``hybrid.time.<part>_cycles``; the first five are
+#: translation (TLB hits below the first level, walks, Rainbow's 4KB-TLB hits below a superpage
+#: hit, its bitmap cache and pointer reads).
+TRANSLATION_PARTS = ("stlb_hit", "walk", "tlb4k", "bitmap", "pointer")
+OTHER_PARTS = ("base", "memory_reads", "writebacks", "migration", "clflush", "shootdown", "remap")
+
+
+def config_dir() -> Path:
+    """``configs/rainbow`` of the checkout this package runs from."""
+    return Path(__file__).resolve().parents[2] / "configs" / "rainbow"
+
+
+def _kinds(path: Path) -> dict[str, dict[str, Any]]:
+    with open(path, "rb") as f:
+        return {k["name"]: k for k in tomllib.load(f)["memory"]["kinds"]}
+
+
+def runs(
+    dram: str | None = None,
+    nvm: str | None = None,
+    sets: tuple[str, ...] | list[str] = (),
+    directory: Path | None = None,
+) -> list[Run]:
+    """The five runs. ``dram`` and ``nvm`` (e.g. ``"256MiB"``, ``"2GiB"``) scale the hybrid
+    configurations' memory kinds, and DRAM-only's DRAM to their sum (the same capacity, all
+    DRAM: the upper bound); a scaled DRAM keeps its static power per byte. ``sets`` go to every
+    run, after these."""
+    d = directory or config_dir()
+    out = []
+    for name in CONFIGS:
+        path = d / f"{name}.toml"
+        s: list[str] = []
+        if dram is not None or nvm is not None:
+            base = _kinds(d / "flat-static.toml")
+            sizes = {k: parse_size(v["size"], f"memory.kinds.{k}.size") for k, v in base.items()}
+            if dram is not None:
+                sizes["dram"] = parse_size(dram, "the DRAM size")
+            if nvm is not None:
+                sizes["nvm"] = parse_size(nvm, "the NVM size")
+            own = _kinds(path)
+            if "nvm" not in own:
+                sizes = {"dram": sizes["dram"] + sizes["nvm"]}
+            for k, size in sizes.items():
+                old = parse_size(own[k]["size"], f"memory.kinds.{k}.size")
+                power = own[k]["static_power_mw"] * size / old
+                s += [f"memory.kinds.{k}.size={size}", f"memory.kinds.{k}.static_power_mw={power!r}"]
+        out.append(Run(config=str(path), set=tuple(s + list(sets))))
+    return out
+
+
+def _row(name: str, r: SimResult) -> dict[str, Any]:
+    c, d = r.counters, r.derived
+    total = d["hybrid.time.total_cycles"]
+    share = {
+        p: (d[f"hybrid.time.{p}_cycles"] / total if total else 0.0) for p in TRANSLATION_PARTS + OTHER_PARTS
+    }
+    kinds = [k for k in ("dram", "nvm") if f"hybrid.{k}.reads" in c]
+    reads = {k: c[f"hybrid.{k}.reads"] - c[f"hybrid.{k}.walk_reads"] for k in kinds}
+    copied = sum(c[f"hybrid.{k}.copy_reads"] for k in kinds) * 64
+    footprint = (c["os.faults_4k"] << 12) + (c["os.faults_2m"] << 21) + (c["os.faults_1g"] << 30)
+    instr = c["instructions"]
+    row: dict[str, Any] = {
+        "config": name,
+        "label": LABELS[name],
+        "instructions": instr,
+        "tlb_mpki": 1000 * c["walker.walks"] / instr if instr else 0.0,
+        "translation_share": d["hybrid.translation_fraction"],
+        **{f"share_{p}": v for p, v in share.items()},
+        "ipc": d["hybrid.ipc"],
+        "dram_read_share": reads.get("dram", 0) / max(sum(reads.values()), 1),
+        "migration_bytes": copied,
+        "footprint_bytes": footprint,
+        "energy_nj": d["hybrid.energy.total_nj"],
+        "dynamic_nj": sum(d[f"hybrid.energy.{k}.dynamic_nj"] for k in kinds),
+        "static_nj": sum(d[f"hybrid.energy.{k}.static_nj"] for k in kinds),
+    }
+    for key, prefix in (("migrate", "epoch.migrate."), ("rainbow", "epoch.rainbow.")):
+        if f"{prefix}promotions" in c:
+            row["promotions"] = c[f"{prefix}promotions"]
+            row["demotions"] = c[f"{prefix}demotions_clean"] + c[f"{prefix}demotions_dirty"]
+            row["intervals"] = c[f"{prefix}intervals"]
+            row["controller"] = key
+    if "rainbow.case1_4k_hit_2m_hit" in c:
+        for i, n in enumerate(("4k_hit_2m_hit", "4k_hit_2m_miss", "4k_miss_2m_hit", "4k_miss_2m_miss"), 1):
+            row[f"case{i}"] = c[f"rainbow.case{i}_{n}"]
+        row["remaps"] = c["rainbow.remaps"]
+        row["bitmap_misses"] = c["rainbow.bitmap_cache.misses"]
+    return row
+
+
+@dataclass
+class Comparison:
+    """The five configurations on one trace: ``results[name]`` the simulation results."""
+
+    trace: str
+    results: dict[str, SimResult]
+    dram: str | None = None
+    nvm: str | None = None
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per configuration, with IPC and energy relative to Flat-static and IPC
+        relative to HSCC-4KB-mig, and the migration traffic against the footprint of the
+        4KB-page baseline (the 4KB pages the trace touches)."""
+        rows = [_row(n, r) for n, r in self.results.items()]
+        by = {r["config"]: r for r in rows}
+        base, hscc = by.get("flat-static"), by.get("hscc-4kb")
+        footprint = (base or rows[0])["footprint_bytes"]
+        for r in rows:
+            r["ipc_vs_flat"] = r["ipc"] / base["ipc"] if base and base["ipc"] else float("nan")
+            r["ipc_vs_hscc4k"] = r["ipc"] / hscc["ipc"] if hscc and hscc["ipc"] else float("nan")
+            r["energy_vs_flat"] = (
+                r["energy_nj"] / base["energy_nj"] if base and base["energy_nj"] else float("nan")
+            )
+            r["migration_vs_footprint"] = r["migration_bytes"] / footprint if footprint else 0.0
+        return rows
+
+    def to_pandas(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.rows()).set_index("config")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"trace": self.trace, "dram": self.dram, "nvm": self.nvm, "rows": self.rows()}
+
+
+def compare(
+    trace_or_spec: str | Path,
+    dram: str | None = None,
+    nvm: str | None = None,
+    sets: tuple[str, ...] | list[str] = (),
+    configs: tuple[str, ...] | list[str] = CONFIGS,
+    threads: int | None = None,
+    progress: bool = False,
+) -> Comparison:
+    """Run the configurations ``configs`` (of :data:`CONFIGS`) on a trace file or ``workload:``
+    spec, with the memory scaled to ``dram`` and ``nvm`` if given (see :func:`runs`)."""
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown:
+        raise ValueError(f"unknown configuration '{unknown[0]}' (known: {', '.join(CONFIGS)})")
+    chosen = [r for n, r in zip(CONFIGS, runs(dram, nvm, sets), strict=True) if n in configs]
+    names = [n for n in CONFIGS if n in configs]
+    res = simulate_many(str(trace_or_spec), chosen, threads=threads, progress=progress)
+    return Comparison(str(trace_or_spec), dict(zip(names, res, strict=True)), dram, nvm)
+
+
+def plot_many(comparisons: dict[str, Comparison], path: str | Path) -> None:
+    """Grouped bars, one group per workload (``{label: comparison}``), one bar per
+    configuration: IPC relative to Flat-static, TLB MPKI (log), % of cycles in translation,
+    migration traffic / footprint, energy relative to Flat-static; to a PNG. Needs matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [
+        ("ipc_vs_flat", "IPC / Flat-static", False),
+        ("tlb_mpki", "TLB misses per kilo-instruction", True),
+        ("translation_share", "share of cycles in translation", False),
+        ("migration_vs_footprint", "migration traffic / footprint", False),
+        ("energy_vs_flat", "memory energy / Flat-static", False),
+    ]
+    wl = list(comparisons)
+    rows = {w: {r["config"]: r for r in c.rows()} for w, c in comparisons.items()}
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(7, 1.4 * len(wl) + 2), 2.6 * len(panels)))
+    width = 0.8 / len(CONFIGS)
+    for ax, (key, title, log) in zip(axes, panels, strict=True):
+        for i, name in enumerate(CONFIGS):
+            vals = [rows[w].get(name, {}).get(key, float("nan")) for w in wl]
+            if log:
+                vals = [max(v, 1e-3) for v in vals]
+            ax.bar([x + (i - 2) * width for x in range(len(wl))], vals, width, label=LABELS[name])
+        if log:
+            ax.set_yscale("log")
+        ax.set_title(title, fontsize=10)
+        ax.set_xticks(range(len(wl)), wl, fontsize=8)
+        ax.grid(True, axis="y", lw=0.3)
+    axes[0].legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, 1.45))
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
