@@ -8,18 +8,11 @@ from pathlib import Path
 import pytest
 import xlat.energy as en
 import xlat.sim as sim
+from trace_support import text_trace
 from xlat.cli import main
 
 LITE = str(Path(__file__).resolve().parents[1] / "configs" / "lite")
 BASE = 0x7F00_0000_0000  # 2MB-aligned
-
-
-def text_trace(tmp_path, accesses: list[tuple[int, str, int]]) -> str:
-    lines = ["#xlat-text 1", '#header {"format":"xlat-trace","producer":"test"}']
-    lines += [f"A 1 {ic} {kind} {addr:#x} 8" for ic, kind, addr in accesses]
-    p = tmp_path / "t.txt"
-    p.write_text("\n".join(lines) + "\n")
-    return str(p)
 
 
 @pytest.fixture
