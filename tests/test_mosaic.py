@@ -127,17 +127,30 @@ def test_real_program_identical_output_and_verified_layout(
     out = tmp_path / "out"
     reports: list[mosaic.VerifyReport] = []
     text = io.StringIO()
+    # thp mode: 2MB pages come only from contiguous free memory; compact it first (root)
+    compact = mode == "thp" and os.geteuid() == 0
     with open(out, "wb") as fh:
         rc = mosaic.run(
-            layout, workloads[workload], mode=mode, verify=True, reports=reports, report_to=text, stdout=fh
+            layout,
+            workloads[workload],
+            mode=mode,
+            verify=True,
+            compact_first=compact,
+            reports=reports,
+            report_to=text,
+            stdout=fh,
         )
-    assert rc == 0, text.getvalue()
     assert hashlib.sha256(out.read_bytes()).hexdigest() == expected[workload], (
         "output differs from the plain run"
     )
 
     (rep,) = reports
+    if mode == "thp" and rc == mosaic.EXIT_NOT_HONOURED and not rep.failed:
+        _skip_if_the_kernel_refused_thp(rep)
+    assert rc == 0, text.getvalue()
     assert rep.honoured, rep.format()
+    # thp mode measures the kernel's fallbacks during the run (the cause named when they happen)
+    assert (rep.thp_fallbacks is not None) == (mode == "thp")
     checks = {(c.pool, c.index): c for c in rep.checks}
     for pool in layout.pools:
         for i, w in enumerate(pool.windows):
@@ -157,6 +170,25 @@ def test_real_program_identical_output_and_verified_layout(
         assert (heap0.hugetlb_kb if mode == "hugetlb" else heap0.anon_huge_kb) > 0, rep.format()
     if layout_name == "all-4KB":
         assert all(c.hugetlb_kb == 0 and c.anon_huge_kb == 0 for c in rep.checks)
+
+
+def _skip_if_the_kernel_refused_thp(rep: mosaic.VerifyReport) -> None:
+    """A thp window partly on 4KB pages is the kernel's doing, not the allocator's, if the window
+    was THP-eligible, nothing else was wrong, and the kernel counted enough fault fallbacks during
+    the run to explain the 4KB part (one fallback leaves at most one 2MB range on 4KB pages): then
+    this machine could not give the test what it needs, and the test says so and skips."""
+    short = [c for c in rep.checks if not c.honoured]
+    explained = (
+        not rep.problems
+        and rep.thp_fallbacks
+        and all(c.index is not None and c.requested == "2MB" and c.anon_huge_kb < c.rss_kb for c in short)
+        and sum(c.rss_kb - c.anon_huge_kb for c in short) <= rep.thp_fallbacks * 2048
+    )
+    assert explained, rep.format()
+    pytest.skip(
+        f"the kernel fell back to 4KB pages on {rep.thp_fallbacks} THP faults even after compaction "
+        f"(memory too fragmented for 2MB pages on this machine now); output was identical:\n{rep.format()}"
+    )
 
 
 # Several 2MB windows in both pools.  Not the 1GB window of mixed.toml: after fork, parent and child
@@ -408,6 +440,36 @@ def test_check_reads_page_sizes_from_smaps():
     assert not c.honoured and c.obtained.startswith("4KB")
 
 
+def test_thp_window_on_4kb_pages_names_the_kernels_fallbacks():
+    """Hand-made thp map and smaps: a 4MiB window with 2MiB of its 4MiB resident on 4KB pages is
+    not honoured, and the report names the kernel's fallbacks as the cause only when there were some."""
+    lay = parse_layout(
+        'version = 1\n[heap]\nsize = "8MiB"\n'
+        'windows = [{offset = "0", length = "4MiB", page = "2MB"}]\n'
+        '[anon]\nsize = "2MiB"\n[file]\nsize = "2MiB"\n'
+    )
+    base = 0x7F0000000000
+    map_text = (
+        f"pid 42\nmode thp\npool heap {base} {8 * MIB} {base} 0 0\n"
+        f"window heap 0 {4 * MIB} {2 * MIB} thp {base}\n"
+        f"pool anon {base + GIB} {2 * MIB} 0 0 0\npool file {base + 2 * GIB} {2 * MIB} 0 0 0\n"
+    )
+    smaps = (
+        f"{base:x}-{base + 4 * MIB:x} rw-p 00000000 00:00 0\nRss: 4096 kB\nKernelPageSize: 4 kB\n"
+        "AnonHugePages: 2048 kB\nPrivate_Hugetlb: 0 kB\nTHPeligible: 1\n"
+        f"{base + 4 * MIB:x}-{base + 8 * MIB:x} rw-p 00000000 00:00 0\nRss: 0 kB\nKernelPageSize: 4 kB\n"
+        "AnonHugePages: 0 kB\nPrivate_Hugetlb: 0 kB\nTHPeligible: 0\n"
+    )
+    rep = mosaic.check(map_text, smaps, lay)
+    c = next(c for c in rep.checks if c.index == 0)
+    assert not rep.honoured and not c.honoured and c.note == "2048kB on 4KB pages", rep.format()
+    assert "cause:" not in rep.format()  # not measured
+    rep.thp_fallbacks = 0
+    assert "cause:" not in rep.format()  # measured, none: the cause is elsewhere
+    rep.thp_fallbacks = 1
+    assert "fell back to 4KB pages on 1 THP faults" in rep.format()
+
+
 def test_exit_status_and_signals_propagate(lib):
     lay = load_layout(LAYOUTS / "all-4KB.toml")
     assert mosaic.run(lay, ["sh", "-c", "exit 7"]) == 7
@@ -478,6 +540,27 @@ def test_cli_runs_program_and_verifies(lib):
     r = _cli("run", "--verify", "--layout", str(LAYOUTS / "all-4KB.toml"), "--", "sh", "-c", "echo hello")
     assert r.returncode == 0 and r.stdout == "hello\n"
     assert "verdict: layout honoured" in r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="compacting memory needs root")
+def test_cli_thp_compact_first(lib):
+    """--compact compacts free memory, then runs the program in thp mode; the report counts the
+    kernel's THP fallbacks during the run, so a 2MB window that got 4KB pages has its cause."""
+    r = _cli(
+        "run",
+        "--compact",
+        "--verify",
+        "--mode",
+        "thp",
+        "--layout",
+        str(LAYOUTS / "all-2MB.toml"),
+        "--",
+        sys.executable,
+        "-c",
+        "b = bytearray(64 << 20); b[::4096] = bytes(len(b[::4096])); print(len(b))",
+    )
+    assert r.stdout == f"{64 << 20}\n", r.stderr
+    assert r.returncode == 0 or "cause: the kernel fell back to 4KB pages" in r.stderr, r.stderr
 
 
 def test_cli_hugepages_status(lib):

@@ -33,6 +33,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             verify=args.verify,
             best_effort=args.best_effort,
             keep_freed=args.keep_freed,
+            compact_first=args.compact,
         )
     except (MosaicError, LayoutError) as err:
         return _fail(str(err))
@@ -92,6 +93,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="keep memory the program frees populated (no MADV_DONTNEED of freed pool memory, as in "
         "Mosalloc's pools), so that reusing it takes no page faults",
+    )
+    p.add_argument(
+        "--compact",
+        action="store_true",
+        help="compact free memory before the program starts (root; about 0.5 s), so that thp mode "
+        "finds contiguous memory for its 2MB pages",
     )
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     p.set_defaults(func=cmd_run)

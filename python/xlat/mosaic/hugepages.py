@@ -43,6 +43,26 @@ def _write_int(path: str, value: int) -> None:
         raise MosaicError(f"writing {path} failed ({err.strerror}).") from None
 
 
+def thp_fallbacks() -> int | None:
+    """The kernel's count of page faults in THP-eligible memory that wanted a 2MB page and got 4KB
+    ones (``thp_fault_fallback`` in /proc/vmstat: machine-wide, since boot); None if not offered."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                key, _, value = line.partition(" ")
+                if key == "thp_fault_fallback":
+                    return int(value)
+    except OSError:
+        return None
+    return None
+
+
+def compact() -> None:
+    """Ask the kernel to compact free memory now (``/proc/sys/vm/compact_memory``; root), so that
+    2MB THPs and 1GB reservations find contiguous memory.  Takes about half a second per 24 GiB."""
+    _write_int("/proc/sys/vm/compact_memory", 1)
+
+
 def status() -> dict[str, dict[str, int]]:
     """Per huge page size: ``total``, ``free``, ``reserved`` (promised to mappings, not yet
     faulted) and ``available`` (``free - reserved``: what a new hugetlb mapping can still get)."""
@@ -80,7 +100,7 @@ def reserve(amount: int | str, page: str | int = "2MB") -> int:
     if got < count and name == "1GB":
         # 1GB pages need 1GB of contiguous free memory; compaction may find it
         try:
-            _write_int("/proc/sys/vm/compact_memory", 1)
+            compact()
         except MosaicError:
             pass
         _write_int(path, before + count)

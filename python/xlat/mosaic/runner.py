@@ -12,7 +12,7 @@ from pathlib import Path
 
 from xlat.layout import Layout, load_layout
 from xlat.mosaic.errors import EXIT_NOT_HONOURED, MosaicError
-from xlat.mosaic.hugepages import check_huge_pages, fork_note
+from xlat.mosaic.hugepages import check_huge_pages, compact, fork_note, thp_fallbacks
 from xlat.mosaic.verify import verify_run
 
 
@@ -72,6 +72,7 @@ def run(
     best_effort: bool = False,
     *,
     keep_freed: bool = False,
+    compact_first: bool = False,
     report_to=None,
     reports: list | None = None,
     stdout=None,
@@ -100,8 +101,11 @@ def run(
     elif mode not in ("hugetlb", "thp"):
         raise MosaicError(f"mode {mode!r} is not hugetlb or thp.")
     prog = _resolve_program(argv[0])
+    if compact_first:
+        compact()
     report_dir = tempfile.mkdtemp(prefix="xlat-mosaic-") if verify else None
     env = mosaic_env(layout, mode, best_effort, report_dir, keep_freed=keep_freed)
+    fallbacks_before = thp_fallbacks() if verify and mode == "thp" else None
     try:
         try:
             # argv[0] as the user wrote it (some programs look at it), the resolved path to exec
@@ -118,7 +122,11 @@ def run(
         if rc < 0:
             rc = 128 - rc
         if verify:
-            run_rep = verify_run(report_dir, proc.pid, rc, layout, mode)
+            fallbacks = None
+            if fallbacks_before is not None:
+                after = thp_fallbacks()
+                fallbacks = None if after is None else after - fallbacks_before
+            run_rep = verify_run(report_dir, proc.pid, rc, layout, mode, fallbacks)
             print(run_rep.format(), file=report_to or sys.stderr, end="")
             if reports is not None:
                 reports.extend(run_rep.processes)

@@ -149,6 +149,9 @@ class VerifyReport:
     #: True if the process did not end with status 0 (including killed, stopped by the library,
     #: or ended without an exit report); False if it exited with 0 or is still running
     failed: bool = False
+    #: thp mode: the kernel's 2MB-to-4KB fault fallbacks during the run (machine-wide, from
+    #: /proc/vmstat; None if not measured): why a THP window can end up partly on 4KB pages
+    thp_fallbacks: int | None = None
 
     @property
     def honoured(self) -> bool:
@@ -191,6 +194,12 @@ class VerifyReport:
             )
         for p in self.problems:
             lines.append(f"  problem: {p}")
+        if self.thp_fallbacks and any(not c.honoured and c.anon_huge_kb < c.rss_kb for c in self.checks):
+            lines.append(
+                f"  cause: the kernel fell back to 4KB pages on {self.thp_fallbacks} THP faults during the "
+                "run (thp_fault_fallback in /proc/vmstat, machine-wide): free memory was too fragmented "
+                "for 2MB pages; run with --compact, or use --mode hugetlb"
+            )
         head = "  verdict: " if verdict else "  result: "
         held = "pages as laid out" if self.honoured else "layout NOT honoured"
         if not self.checks and not self.problems:
@@ -392,11 +401,17 @@ def _alive(pid: int, exe: str) -> bool:
 
 
 def verify_run(
-    report_dir: str | Path, top_pid: int, top_rc: int, layout: Layout, mode: str | None = None
+    report_dir: str | Path,
+    top_pid: int,
+    top_rc: int,
+    layout: Layout,
+    mode: str | None = None,
+    thp_fallbacks: int | None = None,
 ) -> RunReport:
     """Verify every process that left a map file in ``report_dir`` (the library writes one per
     process: the program, forked children, exec'd images); ``top_rc`` is the program's own exit
-    status (128 + N if killed by signal N)."""
+    status (128 + N if killed by signal N); ``thp_fallbacks``, the kernel's THP fault fallbacks
+    counted during the run, goes into every process's report."""
     d = Path(report_dir)
     pids = sorted(int(p.name.split(".", 1)[1]) for p in d.glob("map.*") if p.name.split(".", 1)[1].isdigit())
     if top_pid not in pids:
@@ -423,6 +438,7 @@ def verify_run(
             rep = verify_report(d, pid, layout, mode)
         rep.exe = m.exe if m is not None else ""
         rep.ending, rep.failed = _ending(m, top_rc if pid == top_pid else None)
+        rep.thp_fallbacks = thp_fallbacks
         run.processes.append(rep)
     return run
 
