@@ -8,6 +8,11 @@ directory of `xlat experiment mosmodel` (its layouts, runs.csv, dataset.csv, mod
   python scripts/mosmodel-analysis.py noise DIR [--runtime work]
       how reproducible R is: per-layout CoV, the medians of the even- and the odd-numbered runs of
       each layout against each other, and the lag-1 autocorrelation of consecutive runs
+  python scripts/mosmodel-analysis.py floor DIR [--runtime work] [--drift] [--reps 10 40 100]
+      the maximal error measurement noise alone gives Mosmodel: Mosmodel's fit of the measured R
+      taken as the truth, each layout's R the median of N runs drawn from the runs' own noise
+      (every run relative to its layout's median, pooled; with --drift, after drift_corrected),
+      refitted; the median and 90th percentile of Mosmodel's maximal error over --trials draws
   python scripts/mosmodel-analysis.py attribute DIR [--us 2.0]
       the error page faults cause by themselves: R made smooth in (H, M, C) (Mosmodel's fit of the
       measured R), plus the kernel time of the faults each layout takes (DIR/faults.csv, at --us
@@ -33,8 +38,9 @@ from xlat import mosaic
 from xlat.experiment.common import read_map
 from xlat.experiment.fitting import fit_models
 from xlat.experiment.program import programs, resolve
-from xlat.experiment.timing import prefault_env
+from xlat.experiment.timing import drift_corrected, prefault_env
 from xlat.layout import load_layout
+from xlat.models import Mosmodel, max_error
 
 
 def faults(d: Path, workload: str, names: list[str]) -> None:
@@ -82,6 +88,37 @@ def noise(d: Path, metric: str) -> None:
           f"{np.corrcoef(rel[:-1], rel[1:])[0, 1]:.2f}")  # fmt: skip
 
 
+def _timed(d: Path, metric: str, drift: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The timed runs in the order they ran: (layout names, runtimes), drift-corrected if asked."""
+    runs = pd.read_csv(d / "runs.csv")
+    runs = runs[runs["rep"] != "warmup"]
+    lay, r = runs["layout"].to_numpy(), runs[metric].to_numpy(float)
+    return lay, (drift_corrected(lay, r) if drift else r)
+
+
+def floor(d: Path, metric: str, drift: bool, reps: list[int], trials: int) -> None:
+    df = pd.read_csv(d / "dataset.csv")
+    X = df[["H", "M", "C"]].to_numpy(float)
+    lay, r = _timed(d, metric, drift)
+    med = pd.Series(r).groupby(lay).transform("median").to_numpy()
+    rel = r / med
+    R = df["layout"].map(pd.Series(r).groupby(lay).median()).to_numpy(float)
+    truth = Mosmodel().fit(X, R).predict(X)
+    observed = max_error(R, Mosmodel().fit(X, R).predict(X))
+    cov = pd.Series(r).groupby(lay).agg(lambda x: x.std(ddof=1) / x.mean())
+    label = "drift-corrected " if drift else ""
+    print(f"{d} R = {label}{metric}: per-layout CoV median {cov.median():.2%}; Mosmodel's maximal error on "
+          f"the measured medians {observed:.2%}")  # fmt: skip
+    rng = np.random.default_rng(0)
+    for n in reps:
+        errs = []
+        for _ in range(trials):
+            Rn = truth * np.median(rng.choice(rel, (len(truth), n)), axis=1)
+            errs.append(max_error(Rn, Mosmodel().fit(X, Rn).predict(X)))
+        print(f"  {n:4} runs per layout: Mosmodel's maximal error from the noise alone: median "
+              f"{np.median(errs):.2%}, 90th percentile {np.percentile(errs, 90):.2%} ({trials} draws)")  # fmt: skip
+
+
 def attribute(d: Path, us: float) -> None:
     df = pd.read_csv(d / "dataset.csv")
     f = pd.read_csv(d / "faults.csv").set_index("layout")
@@ -119,6 +156,12 @@ def main() -> int:
     b = sub.add_parser("noise")
     b.add_argument("dir", type=Path)
     b.add_argument("--runtime", default="work")
+    f = sub.add_parser("floor")
+    f.add_argument("dir", type=Path)
+    f.add_argument("--runtime", default="work")
+    f.add_argument("--drift", action="store_true")
+    f.add_argument("--reps", type=int, nargs="+", default=[10, 40, 100])
+    f.add_argument("--trials", type=int, default=50)
     c = sub.add_parser("attribute")
     c.add_argument("dir", type=Path)
     c.add_argument("--us", type=float, default=2.0)
@@ -127,6 +170,8 @@ def main() -> int:
         faults(args.dir, args.workload, args.layouts)
     elif args.cmd == "noise":
         noise(args.dir, args.runtime)
+    elif args.cmd == "floor":
+        floor(args.dir, args.runtime, args.drift, args.reps, args.trials)
     else:
         attribute(args.dir, args.us)
     return 0

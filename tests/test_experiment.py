@@ -65,6 +65,41 @@ def test_fits_recover_a_linear_runtime_and_report_every_model():
         assert np.isfinite(r["cv_max_error"]), r
 
 
+def test_drift_correction_divides_out_what_neighbouring_runs_share():
+    true = {"a": 1.0, "b": 2.0, "c": 3.0, "d": 5.0}
+    scale = np.array
+    layouts = [name for _ in range(12) for name in true]
+    base = scale([true[name] for name in layouts])
+    # No drift: nothing changes.
+    assert np.allclose(experiment.drift_corrected(layouts, base), base)
+    # The machine becomes 20% slower after six rounds: every layout's median is half-way (in log
+    # space) between its two speeds, and so is every corrected run, except the two runs next to
+    # the step (their four neighbours split 2:2), which keep their own value.
+    step = base * np.where(np.arange(len(base)) >= 24, 1.2, 1.0)
+    fixed = experiment.drift_corrected(layouts, step)
+    assert np.allclose(np.delete(fixed / base, [23, 24]), np.sqrt(1.2))
+    assert np.allclose(fixed[[23, 24]], step[[23, 24]])
+    # A run's own value never enters its drift: one run twice as slow as its layout stays twice as
+    # slow, and its neighbours are not moved by it.
+    spike = base.copy()
+    spike[21] *= 2
+    fixed = experiment.drift_corrected(layouts, spike)
+    assert fixed[21] == pytest.approx(2 * base[21])
+    assert np.allclose(np.delete(fixed, 21), np.delete(base, 21))
+    # The machine slows by 1% a run, layouts in a new random order each round (as `measure` runs
+    # them): a layout's raw runs spread by ~55%, the corrected ones by at most 3%, and the ratios
+    # between layouts come out right.
+    rng = np.random.default_rng(0)
+    layouts = [name for _ in range(12) for name in rng.permutation(list(true))]
+    lay = np.array(layouts)
+    drifting = scale([true[name] for name in layouts]) * np.exp(0.01 * np.arange(len(layouts)))
+    fixed = experiment.drift_corrected(layouts, drifting)
+    for name in true:
+        raw, cor = drifting[lay == name], fixed[lay == name]
+        assert raw.max() / raw.min() > 1.5 and cor.max() / cor.min() < 1.03, (name, cor)
+        assert np.median(cor) / np.median(fixed[lay == "a"]) == pytest.approx(true[name], rel=1e-3)
+
+
 def test_fit_failures_are_reported_not_raised():
     df = pd.DataFrame(
         {"H": [1.0, 2.0, 3.0], "M": [0.0, 0.0, 0.0], "C": [3.0, 2.0, 1.0], "R_cycles": [9.0, 8.0, 7.0]}
@@ -137,16 +172,24 @@ def test_experiment_end_to_end_on_a_small_program(xlat_cli, tmp_path):
     assert summary["hardware_counters"] is False and summary["layouts"] == len(df)
     assert summary["metric"] == "work"
     assert "| mosmodel |" in (out / "report.md").read_text()
-    # A second call reuses the trace, the simulations and the runs.
+    # A second call reuses the trace, the simulations and the runs; R from the same runs with the
+    # machine's drift divided out.
     trace_mtime = (out / "trace.xlat").stat().st_mtime
     profile_mtime = (out / "profile-4KB.json").stat().st_mtime
     n_runs = len(runs)
     xlat_cli("experiment", "mosmodel", "-q", "--workload", "gather", "--out", str(out), "-n", "2",
-             "--min-reps", "2", "--max-reps", "3", "--cov", "0.5", "--reserve-huge-pages", "--", str(exe), "48",
-             "2000000")  # fmt: skip
+             "--min-reps", "2", "--max-reps", "3", "--cov", "0.5", "--reserve-huge-pages", "--estimator", "drift",
+             "--", str(exe), "48", "2000000")  # fmt: skip
     assert (out / "trace.xlat").stat().st_mtime == trace_mtime
     assert (out / "profile-4KB.json").stat().st_mtime == profile_mtime
     assert len(pd.read_csv(out / "runs.csv")) == n_runs
+    drift = pd.read_csv(out / "dataset.csv").set_index("layout")
+    timed = runs[runs["rep"] != "warmup"]
+    fixed = experiment.drift_corrected(timed["layout"].to_numpy(), timed["work"].to_numpy(float))
+    for name, row in drift.iterrows():
+        assert row["R_s"] == pytest.approx(np.median(fixed[(timed["layout"] == name).to_numpy()]))
+    assert json.loads((out / "summary.json").read_text())["estimator"] == "drift"
+    assert "drift-corrected median" in (out / "report.md").read_text()
     # --simulate-only stops before the real runs.
     p = xlat_cli("experiment", "mosmodel", "-q", "--simulate-only", "--workload", "gather", "--out", str(out),
                  "-n", "2", "--", str(exe), "48", "2000000")  # fmt: skip

@@ -111,10 +111,12 @@ def register(sub: Any) -> None:
     )
     s.add_argument(
         "--estimator",
-        choices=("median", "min"),
+        choices=("median", "min", "drift"),
         default="median",
-        help="R of a layout from its repetitions: the median (default) or the minimum (the usual estimate "
-        "when noise only ever adds time, as other jobs on a shared machine do)",
+        help="R of a layout from its repetitions: the median (default), the minimum (the usual estimate "
+        "when noise only ever adds time, as other jobs on a shared machine do), or drift: the median "
+        "of the runs each divided by the machine's speed at that moment, estimated from the runs of "
+        "other layouts just before and after it (for machines whose speed drifts over seconds)",
     )
     s.add_argument("--ghz", type=float, help="clock to turn seconds into cycles (default: /proc/cpuinfo)")
     s.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")

@@ -44,9 +44,18 @@ from xlat.experiment.program import INDEX_JOIN, NUMPY_GATHER, Program, programs
 from xlat.experiment.recording import record
 from xlat.experiment.report import ExperimentResult, plot
 from xlat.experiment.simulation import miss_profile, simulate_layouts
-from xlat.experiment.timing import RUNS_FIELDS, RUNTIME_METRICS, cpu_ghz, hardware_counters, measure
+from xlat.experiment.timing import (
+    ESTIMATORS,
+    RUNS_FIELDS,
+    RUNTIME_METRICS,
+    cpu_ghz,
+    drift_corrected,
+    hardware_counters,
+    measure,
+)
 
 __all__ = [
+    "ESTIMATORS",
     "HUGE",
     "INDEX_JOIN",
     "LAYOUT_SETS",
@@ -58,6 +67,7 @@ __all__ = [
     "Program",
     "build_layouts",
     "cpu_ghz",
+    "drift_corrected",
     "fit_models",
     "hardware_counters",
     "measure",

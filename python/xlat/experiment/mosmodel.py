@@ -18,9 +18,11 @@ from xlat.experiment.recording import record
 from xlat.experiment.report import ExperimentResult, plot
 from xlat.experiment.simulation import miss_profile, simulate_layouts
 from xlat.experiment.timing import (
+    ESTIMATORS,
     check_timing,
     cov_of,
     cpu_ghz,
+    drift_corrected,
     hardware_counters,
     measure,
     prefault_env,
@@ -64,12 +66,12 @@ def mosmodel_experiment(
         raise ExperimentError(f"n = {n} must be at least 1.")
     if not 0 < cov < 1:
         raise ExperimentError(f"the CoV threshold {cov} must be between 0 and 1.")
-    if estimator not in ("median", "min"):
-        raise ExperimentError(f"estimator {estimator!r} is not median or min.")
+    if estimator not in ESTIMATORS:
+        raise ExperimentError(f"estimator {estimator!r} is not one of {', '.join(ESTIMATORS)}.")
     check_timing(metric, min_reps, max_reps)
     if folds < 2:
         raise ExperimentError(f"cross-validation needs at least 2 folds, not {folds}.")
-    pick = np.median if estimator == "median" else np.min
+    pick = np.min if estimator == "min" else np.median
     prog = resolve(program)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -101,13 +103,17 @@ def mosmodel_experiment(
             raise ExperimentError(str(e)) from None
     try:
         times = measure(
-            prog, lays, out, metric, cov, min_reps, max_reps, log, extra_env=prefault_env(meta["pools"])
+            prog, lays, out, metric, cov, min_reps, max_reps, log, prefault_env(meta["pools"]), seed
         )
     finally:
         if added:
             mosaic.release(added, "2MB")
 
     runs = pd.read_csv(out / "runs.csv")
+    if estimator == "drift":
+        timed = runs[(runs["rep"].astype(str) != "warmup") & runs["layout"].isin(list(times))]
+        fixed = drift_corrected(timed["layout"].to_numpy(), timed[metric].to_numpy(float))
+        times = {name: list(fixed[(timed["layout"] == name).to_numpy()]) for name in times}
     traced_hw = meta["pools"][pool]["high_water"]
     rows = []
     for lay in lays:

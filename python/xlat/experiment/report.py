@@ -10,6 +10,9 @@ from typing import Any
 
 import numpy as np
 
+#: how the report names each estimator of R
+_ESTIMATOR = {"median": "median", "min": "min", "drift": "drift-corrected median"}
+
 
 def plot(df, fitted: dict[str, Any], path: Path, title: str) -> None:
     """Runtime against walk cycles, one panel per model: measured points and the model's
@@ -76,7 +79,7 @@ class ExperimentResult:
                 f"saved in {self.out}/simulated.csv\n" + self.dataset[cols].to_string(index=False)
             )
         lines = [
-            f"{s['program']}: {s['layouts']} layouts, R = {s['estimator']} process {s['metric']} time x {s['ghz']:.3f} GHz; "
+            f"{s['program']}: {s['layouts']} layouts, R = {_ESTIMATOR.get(s['estimator'], s['estimator'])} process {s['metric']} time x {s['ghz']:.3f} GHz; "
             f"H, M, C simulated ({s['cpu']} preset; "
             + ("this machine has a PMU, not read" if s["hardware_counters"] else "no hardware counters here")
             + ")",
@@ -115,7 +118,7 @@ class ExperimentResult:
             f"{s['trace']['accesses']:,} accesses ("
             + ("the PMU was not read" if s["hardware_counters"] else "no hardware counters on this machine")
             + ")",
-            f"- R: {s.get('estimator', 'median')} process {s['metric']} time over the repetitions x {s['ghz']:.3f} GHz; runtime range "
+            f"- R: {_ESTIMATOR.get(s.get('estimator', 'median'), 'median')} process {s['metric']} time over the repetitions x {s['ghz']:.3f} GHz; runtime range "
             f"{s['R_min_s']:.3f}-{s['R_max_s']:.3f} s ({s['R_spread']:.1%} between the fastest and slowest layout)",
             f"- runtime noise: coefficient of variation per layout median {s['cov_median']:.2%}, max "
             f"{s['cov_max']:.2%} (threshold {s['cov_threshold']:.0%}; {s['reps_total']} timed runs, "

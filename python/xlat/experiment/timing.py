@@ -112,15 +112,18 @@ def measure(
     max_reps: int = 10,
     log=None,
     extra_env: dict[str, str] | None = None,
+    seed: int = 0,
 ) -> dict[str, list[float]]:
     """Time ``prog`` under every layout in rounds (one run of every unfinished layout per round,
-    so slow drifts of the machine spread over all layouts) until each layout has ``min_reps`` runs
+    in an order drawn afresh each round from ``seed``, so that slow drifts of the machine spread
+    over all layouts and no layout always runs next to the same ones) until each layout has ``min_reps`` runs
     and a coefficient of variation of ``metric`` below ``cov``, or ``max_reps`` runs. Every run is
     appended to ``out/runs.csv`` (runs already there are reused). Each layout first gets an
     untimed warm-up run (``rep = warmup``) whose pages are verified against /proc/PID/smaps.
     Every run keeps freed memory populated (``keep_freed``, as the traced run did) and gets
     ``extra_env`` (:func:`prefault_env`)."""
     check_timing(metric, min_reps, max_reps)
+    rng = np.random.default_rng(seed)
     path = out / "runs.csv"
     runs: dict[str, list[dict[str, Any]]] = {lay.name: [] for lay in layouts}
     warmed: set[str] = set()
@@ -149,7 +152,8 @@ def measure(
             if not pending:
                 break
             say(log, f"measure: round {rnd + 1}, {len(pending)} layouts ...")
-            for lay in pending:
+            for i in rng.permutation(len(pending)):
+                lay = pending[i]
                 if lay.name not in warmed:
                     # An untimed first run, checked against smaps (which the check makes it write).
                     r = _run_once(prog, lay, True, extra_env or {})
@@ -166,6 +170,43 @@ def measure(
                 f.flush()
                 runs[lay.name].append(row)
     return {name: [float(r[metric]) for r in rs] for name, rs in runs.items()}
+
+
+#: how R of a layout is taken from its runs: their median, their minimum, or the median of the
+#: runs with the machine's drift divided out (:func:`drift_corrected`)
+ESTIMATORS = ("median", "min", "drift")
+
+#: neighbours on each side that estimate the machine's speed at a run (``drift_corrected``)
+DRIFT_NEIGHBOURS = 2
+
+
+def drift_corrected(
+    layouts: Sequence[str], values: Sequence[float], k: int = DRIFT_NEIGHBOURS, iterations: int = 10
+) -> np.ndarray:
+    """Runtimes with the machine's slow drift divided out.  ``layouts`` and ``values`` are the
+    timed runs in the order they ran (runs.csv without the warm-ups).  A run's drift is the median,
+    over the ``k`` runs before it and the ``k`` after it (runs of other layouts: :func:`measure`
+    goes round all layouts), of how far each of those runs was from its own layout's median, in
+    log space; the run is divided by it.  The layout medians are then taken again from the corrected
+    runs and the drift re-estimated, ``iterations`` times (a median polish of layout x time).  A
+    run's own value never enters its drift.  This removes what consecutive runs share (the host's
+    speed, which on this project's VMs moves by several percent over a few seconds) and keeps
+    what is the run's own."""
+    lay = np.asarray(layouts)
+    x = np.log(np.asarray(values, dtype=float))
+    n = len(x)
+    if n == 0 or k < 1:
+        return np.exp(x)
+    names, idx = np.unique(lay, return_inverse=True)
+    t = np.zeros(n)
+    for _ in range(iterations):
+        y = x - t
+        med = np.array([np.median(y[idx == j]) for j in range(len(names))])
+        r = x - med[idx]
+        t = np.array(
+            [np.median(np.r_[r[max(0, i - k) : i], r[i + 1 : i + 1 + k]]) if n > 1 else 0.0 for i in range(n)]
+        )
+    return np.exp(x - t)
 
 
 def _row(layout: str, rep: str, r: dict[str, Any]) -> dict[str, Any]:
