@@ -23,6 +23,7 @@ pub mod tlb;
 
 use crate::config::{Config, StlbKind};
 use crate::mem::backend::Backend;
+use crate::mem::direct::Direct;
 use crate::mmu::walker::{MissCx, MissHandler};
 use crate::mmu::Shape;
 use crate::os::SimError;
@@ -87,8 +88,10 @@ pub struct MachHandler {
     pte: u64,
     upt_span: u64,
     stride: u64,
-    /// The current address space's tag (its slot + 1) and raw id.
+    /// The current address space's tag (its slot + 1), the address of its user page table, and
+    /// its raw id.
     tag: u64,
+    upt: u64,
     asid: u32,
     slots: FxHashMap<u32, u64>,
     /// Between an IPC send and the receiver's resumption: the IPC path runs in kernel mode.
@@ -119,9 +122,9 @@ pub struct MachHandler {
     hit_names: Vec<String>,
     /// The OS model's translations of user pages, remembered (frames.rs).
     frames: frames::Frames,
-    /// Whether the caches are one direct-mapped level (mem/direct.rs; set by `run`), and the
+    /// The caches' level when they are one direct-mapped level (mem/direct.rs; set by `run`), and the
     /// loads through it not yet counted in the caches' histogram, by level (hit, DRAM).
-    direct_caches: bool,
+    direct_level: Option<Direct>,
     direct_loads: [u64; 2],
 }
 
@@ -156,6 +159,7 @@ impl MachHandler {
             upt_span: m.pte_bytes << 35,
             stride: m.upt_stride_pages,
             tag: 1,
+            upt: UPT_BASE,
             asid: 0,
             slots: FxHashMap::from_iter([(0, 0)]),
             kernel_mode: false,
@@ -182,7 +186,7 @@ impl MachHandler {
             loads_at: vec![0; hit_names.len()],
             hit_names,
             frames: frames::Frames::default(),
-            direct_caches: false,
+            direct_level: None,
             direct_loads: [0; 2],
         }
     }
@@ -309,17 +313,24 @@ impl MachHandler {
     /// An L1U miss on user `va` (key `key`): the fast handler's one load of the PTE from the
     /// user page table, whose page may miss (a cascaded L2 miss); a TLB-invalid miss if the page
     /// is not mapped yet (the VM system faults it in).
-    #[inline(never)]
-    fn l1u<B: Backend>(&mut self, cx: &mut MissCx<'_, B>, va: u64, key: u64) -> Result<u64, SimError> {
+    #[inline(always)]
+    fn l1u<const DIRECT: bool, B: Backend>(
+        &mut self,
+        cx: &mut MissCx<'_, B>,
+        d: Direct,
+        va: u64,
+        key: u64,
+    ) -> Result<u64, SimError> {
         self.direct[L1U] += 1;
-        let upte = self.upte_va(va, self.tag);
+        debug_assert_eq!(self.upt, self.upte_va(0, self.tag));
+        let upte = self.upt + (va >> 12) * self.pte;
         // (kernel_pa, inline: it is recursive through `generic`, so never inlined itself.)
         let pfn = match self.tlb.lookup(Self::key(upte, 0)) {
             Some(p) => p,
             None => self.generic(cx, L2, upte, true),
         };
         let pa = (pfn << 12) | (upte & 0xFFF);
-        let lat = self.load(cx, pa);
+        let lat = self.load_in::<DIRECT, B>(cx, d, pa);
         self.cycles[L1U] += self.c.l1u + lat;
         let pfn = match self.frames.get(key) {
             Some(pfn) => pfn,
@@ -367,8 +378,7 @@ impl MachHandler {
                     for i in 0..self.user_pages.len() {
                         let kva = self.upte_va(self.user_pages[i], tag);
                         let key = Self::key(kva, 0);
-                        if let Some(s) = self.tlb.find(key) {
-                            let _ = s;
+                        if self.tlb.contains(key) {
                             let pfn = KMAP_PFN + (kva >> 12);
                             self.ptlb_store(cx, key, self.index_of(kva), pfn);
                         }
@@ -458,6 +468,7 @@ impl MissHandler for MachHandler {
             SideBody::Marker(Marker::ContextSwitch { asid }) => {
                 self.asid = *asid;
                 self.tag = self.tag_of(*asid);
+                self.upt = self.upte_va(0, self.tag);
             }
             SideBody::Marker(Marker::IpcSend { peer, .. }) => {
                 self.kernel_mode = true;
