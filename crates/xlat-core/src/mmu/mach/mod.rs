@@ -60,11 +60,11 @@ pub const TYPES: [&str; 5] = ["l1u", "l1k", "l2", "l3", "invalid"];
 /// What the next access must first do (side events are deferred to it: they need the caches).
 #[derive(Debug, Clone, Copy)]
 enum Pending {
-    /// IPC send by `from` to `to`: store `from`'s L2 entries in the PTLB, prefetch `to`'s L1K
-    /// (and L3) entries.
-    Send { from: u32, to: u32 },
-    /// The receiver `to` (the current space) resumes: prefetch its L2 entries.
-    Recv { to: u32 },
+    /// IPC send by the space of tag `from` to `to`: store the sender's L2 entries in the PTLB,
+    /// prefetch `to`'s L1K (and L3) entries.
+    Send { from: u64, to: u32 },
+    /// The receiver (the current space, of tag `to`) resumes: prefetch its L2 entries.
+    Recv { to: u64 },
 }
 
 /// The machine's costs, as cycles.
@@ -79,6 +79,17 @@ struct Costs {
     stlb_miss: u64,
     prefetch: u64,
     probe: u64,
+}
+
+/// `x / d` and `x % d` (`d > 0`), a shift and a mask when `d` is a power of two (the usual
+/// strides and spans: the handlers' hot path then runs no division).
+#[inline(always)]
+fn div_rem(x: u64, d: u64) -> (u64, u64) {
+    if d.is_power_of_two() {
+        (x >> d.trailing_zeros(), x & (d - 1))
+    } else {
+        (x / d, x % d)
+    }
 }
 
 /// The software-managed TLB and its handlers.
@@ -224,8 +235,8 @@ impl MachHandler {
     fn index_of(&self, kva: u64) -> u64 {
         if (UPT_BASE..KPT_BASE).contains(&kva) {
             let off = kva - UPT_BASE;
-            let (slot, page) = (off / self.upt_span, (off % self.upt_span) >> 12);
-            slot * self.stride + page % self.stride
+            let (slot, page) = div_rem(off, self.upt_span);
+            slot * self.stride + div_rem(page >> 12, self.stride).1
         } else {
             kva >> 12
         }
@@ -298,7 +309,10 @@ impl MachHandler {
     /// after the generic handler entered them, section 3.1.5).
     fn ipc_data(&self, kva: u64) -> bool {
         let (base, stride, pages) = self.ipc;
-        let ipc = kva >= base && stride > 0 && (kva - base) / stride < 1 << 16 && (kva - base) % stride < pages << 12;
+        let ipc = kva >= base && stride > 0 && {
+            let (n, off) = div_rem(kva - base, stride);
+            n < 1 << 16 && off < pages << 12
+        };
         let (mbase, mstride) = self.msg;
         ipc || (kva >= mbase && (kva - mbase) < mstride << 16)
     }
@@ -372,9 +386,8 @@ impl MachHandler {
         let pending = std::mem::take(&mut self.pending);
         for p in &pending {
             match *p {
-                Pending::Send { from, to } => {
+                Pending::Send { from: tag, to } => {
                     // The sender's L2 entries, probed in the TLB (tlbp), go to the PTLB.
-                    let tag = self.tag_of(from);
                     for i in 0..self.user_pages.len() {
                         let kva = self.upte_va(self.user_pages[i], tag);
                         let key = Self::key(kva, 0);
@@ -398,8 +411,7 @@ impl MachHandler {
                         }
                     }
                 }
-                Pending::Recv { to } => {
-                    let tag = self.tag_of(to);
+                Pending::Recv { to: tag } => {
                     for i in 0..self.user_pages.len() {
                         let kva = self.upte_va(self.user_pages[i], tag);
                         self.prefetch(cx, kva, true);
@@ -473,13 +485,14 @@ impl MissHandler for MachHandler {
             SideBody::Marker(Marker::IpcSend { peer, .. }) => {
                 self.kernel_mode = true;
                 if self.ptlb_on {
-                    self.pending.push(Pending::Send { from: self.asid, to: *peer });
+                    // (The current space's tag: `tag` is always `tag_of(asid)`.)
+                    self.pending.push(Pending::Send { from: self.tag, to: *peer });
                 }
             }
             SideBody::Marker(Marker::IpcRecv { .. }) => {
                 self.kernel_mode = false;
                 if self.ptlb_on {
-                    self.pending.push(Pending::Recv { to: self.asid });
+                    self.pending.push(Pending::Recv { to: self.tag });
                 }
             }
             _ => {}

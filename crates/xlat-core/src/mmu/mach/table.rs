@@ -74,8 +74,9 @@ impl SoftTable {
         let set = self.set(index);
         let base = set * self.ways;
         let way = (0..self.ways).find(|&w| self.keys[base + w] == key).unwrap_or_else(|| {
-            let w = self.older[set] as usize % self.ways;
-            self.older[set] = ((w + 1) % self.ways) as u8;
+            // (`ways` is 1 or 2: masks, no division.)
+            let w = self.older[set] as usize & (self.ways - 1);
+            self.older[set] = ((w + 1) & (self.ways - 1)) as u8;
             w
         });
         self.keys[base + way] = key;

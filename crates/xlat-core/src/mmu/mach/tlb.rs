@@ -6,13 +6,15 @@
 //! An entry's key is its virtual page number shifted left 16 bits, or'ed with its address-space
 //! tag (0 for kernel pages: the MIPS global bit). Random and FIFO replacement change nothing on
 //! a hit, so a lookup is a pure function of the entries held: it goes through a direct-mapped
-//! index of them (4096 rows, keyed by a hash of the key), each row a copy of one entry of its
-//! row's keys and the number of entries whose key falls in the row. A lookup compares the row's
-//! key (a hit: the row's frame), else a row with fewer than two entries proves a miss, and only
-//! a row shared by two or more entries is answered by scanning the slots (rows are 64 times the
-//! entries: under 1% of lookups). Every insert and eviction keeps the index exact, so the hits,
-//! victims and counts are those of the fully associative array. The slots have room for the
-//! largest TLB (256 entries) and are indexed through masks: no bounds checks.
+//! index of them (4096 rows, keyed by a hash of the key), each row the slot of one of the
+//! entries whose key falls in it, with the number of those entries. A lookup compares the key
+//! of its row's slot (a hit: that slot's frame), else a row with fewer than two entries proves a
+//! miss (with none, the row's slot holds some other key), and only a row shared by two or more
+//! entries is answered by scanning the slots (rows are 64 times the entries: under 1% of
+//! lookups). Every insert and eviction keeps the index exact, so the hits, victims and counts
+//! are those of the fully associative array. The index takes 12 KB of host memory (a byte and a
+//! count per row), so that it stays in the host's first-level cache. The slots have room for
+//! the largest TLB (256 entries) and are indexed through masks: no bounds checks.
 
 use crate::config::PartitionPolicy;
 
@@ -24,14 +26,12 @@ const SLOTS: usize = 256;
 /// Rows of the direct-mapped index (a power of two, 16 per slot of the largest TLB).
 const ROWS: usize = 4096;
 
-/// A slot, or a row of the index: a key and its frame.
+/// A slot: its key and frame.
 #[derive(Debug, Clone, Copy)]
-struct Entry {
+struct Slot {
     key: u64,
     pfn: u64,
 }
-
-const NO_ENTRY: Entry = Entry { key: EMPTY, pfn: 0 };
 
 /// One partition: slots `lo..hi`, its policy, its FIFO pointer.
 #[derive(Debug, Clone)]
@@ -45,9 +45,10 @@ struct Partition {
 /// The TLB.
 #[derive(Debug, Clone)]
 pub struct MachTlb {
-    slots: Box<[Entry; SLOTS]>,
-    /// Per row: one of the entries whose key falls in the row (`EMPTY` when none does).
-    rows: Box<[Entry; ROWS]>,
+    slots: Box<[Slot; SLOTS]>,
+    /// Per row: the slot of one of the entries whose key falls in the row (any slot when none
+    /// does).
+    rows: Box<[u8; ROWS]>,
     /// Per row: how many entries' keys fall in it.
     shared: Box<[u16; ROWS]>,
     /// Slots in use: `0..n`.
@@ -73,8 +74,8 @@ impl MachTlb {
         let n = upper.0 + lower.0;
         assert!(n <= SLOTS, "mach.entries is at most {SLOTS} (validated)");
         MachTlb {
-            slots: Box::new([NO_ENTRY; SLOTS]),
-            rows: Box::new([NO_ENTRY; ROWS]),
+            slots: Box::new([Slot { key: EMPTY, pfn: 0 }; SLOTS]),
+            rows: Box::new([0; ROWS]),
             shared: Box::new([0; ROWS]),
             n,
             lower: Partition { lo: 0, hi: lower.0, policy: lower.1, next: 0 },
@@ -91,7 +92,7 @@ impl MachTlb {
     #[inline(always)]
     pub fn get(&self, key: u64) -> Option<u64> {
         let r = row(key);
-        let e = self.rows[r];
+        let e = self.slots[self.rows[r] as usize];
         if e.key == key {
             return Some(e.pfn);
         }
@@ -113,30 +114,31 @@ impl MachTlb {
         self.slots[s & (SLOTS - 1)].pfn
     }
 
-    /// Enter `e` (just written to a slot) in the index: its row now shows it.
+    /// Enter slot `s` (holding its new key) in the index: its row now shows it.
     #[inline(always)]
-    fn index_insert(&mut self, e: Entry) {
-        let r = row(e.key);
+    fn index_insert(&mut self, s: usize) {
+        let r = row(self.slots[s].key);
         self.shared[r] += 1;
-        self.rows[r] = e;
+        self.rows[r] = s as u8;
     }
 
-    /// Drop `key` (no longer in any slot) from the index: if its row showed it, the row shows
-    /// another entry of the row if any (found by a scan: rows are rarely shared).
+    /// Drop slot `s`, which held `key` (and now holds another key or none), from the index: if
+    /// its row showed it, the row shows another entry of the row if any (found by a scan: rows
+    /// are rarely shared).
     #[inline(always)]
-    fn index_remove(&mut self, key: u64) {
+    fn index_remove(&mut self, s: usize, key: u64) {
         let r = row(key);
         self.shared[r] -= 1;
-        if self.rows[r].key == key {
-            self.rows[r] = if self.shared[r] == 0 { NO_ENTRY } else { self.other_of_row(r) };
+        if self.rows[r] as usize == s && self.shared[r] > 0 {
+            self.rows[r] = self.other_of_row(r);
         }
     }
 
-    /// An entry whose key falls in row `r` (one does).
+    /// The slot of an entry whose key falls in row `r` (one does).
     #[cold]
     #[inline(never)]
-    fn other_of_row(&self, r: usize) -> Entry {
-        *self.slots[..self.n].iter().find(|e| e.key != EMPTY && row(e.key) == r).expect("the row's count")
+    fn other_of_row(&self, r: usize) -> u8 {
+        self.slots[..self.n].iter().position(|e| e.key != EMPTY && row(e.key) == r).expect("the row's count") as u8
     }
 
     /// Look `key` up (counted): its frame.
@@ -171,10 +173,6 @@ impl MachTlb {
     pub fn insert(&mut self, key: u64, pfn: u64, lower: bool) -> usize {
         if let Some(s) = self.find(key) {
             self.slots[s].pfn = pfn;
-            let r = row(key);
-            if self.rows[r].key == key {
-                self.rows[r].pfn = pfn;
-            }
             return s;
         }
         self.insert_absent(key, pfn, lower)
@@ -203,13 +201,12 @@ impl MachTlb {
         // (`s < n <= SLOTS`: the mask only spares the bounds checks.)
         let s = s & (SLOTS - 1);
         let old = self.slots[s].key;
-        let e = Entry { key, pfn };
-        self.slots[s] = e;
+        self.slots[s] = Slot { key, pfn };
         if old != EMPTY {
             self.evictions[lower as usize] += 1;
-            self.index_remove(old);
+            self.index_remove(s, old);
         }
-        self.index_insert(e);
+        self.index_insert(s);
         s
     }
 
@@ -219,7 +216,7 @@ impl MachTlb {
             let k = self.slots[s].key;
             if k != EMPTY && k & 0xFFFF != 0 {
                 self.slots[s].key = EMPTY;
-                self.index_remove(k);
+                self.index_remove(s, k);
             }
         }
     }
@@ -244,19 +241,15 @@ impl MachTlb {
         if self.slots[self.n..].iter().any(|e| e.key != EMPTY) {
             return Err("mach TLB: a key past the last entry".into());
         }
-        // Every row: its count is the number of entries in it, and it shows one of them (with
-        // its frame) or, with none, nothing.
+        // Every row: its count is the number of entries in it, and it shows one of them (any
+        // slot when none).
         let mut count = vec![0u16; ROWS];
         for e in self.slots[..self.n].iter().filter(|e| e.key != EMPTY) {
             count[row(e.key)] += 1;
         }
         for r in 0..ROWS {
-            let shown = self.rows[r];
-            let ok = if count[r] == 0 {
-                shown.key == EMPTY
-            } else {
-                row(shown.key) == r && self.find(shown.key).is_some_and(|s| self.slots[s].pfn == shown.pfn)
-            };
+            let shown = self.slots[self.rows[r] as usize].key;
+            let ok = count[r] == 0 || (shown != EMPTY && row(shown) == r);
             if self.shared[r] != count[r] || !ok {
                 return Err("mach TLB: the index does not match the entries".into());
             }
