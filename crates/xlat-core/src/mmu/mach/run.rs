@@ -71,15 +71,12 @@ impl MachHandler {
     ) -> Result<(), SimError> {
         // (The address space changes only at side events, between ranges.)
         let tag = self.tag;
-        let kind = &kind[..addr.len()];
         // Data accesses through the direct-mapped level that missed it, and their latency when
         // the backend's is not the constant DRAM one.
         let (mut data_misses, mut data_cycles) = (0, 0);
         let mut r = Ok(());
-        let mut i = 0;
-        while i < addr.len() {
-            let (a, k) = (addr[i], kind[i]);
-            i += 1;
+        let mut it = addr.iter().zip(kind);
+        while let Some((&a, &k)) = it.next() {
             let va = a & va_mask;
             let pfn = match self.translate::<DIRECT, B>(cx, d, va, tag, n) {
                 Ok(pfn) => pfn,
@@ -112,10 +109,12 @@ impl MachHandler {
                 }
             }
         }
-        n.accesses = i as u64;
+        // (The failed access included.)
+        let done = (addr.len() - it.len()) as u64;
+        n.accesses = done;
         if DATA && DIRECT {
             // (A failed access made no data access.)
-            let data = i as u64 - r.is_err() as u64;
+            let data = done - r.is_err() as u64;
             n.data = [data - data_misses, data_misses];
             if B::DRAM_ONLY {
                 data_cycles = n.data[0] * d.hit + data_misses * d.dram;

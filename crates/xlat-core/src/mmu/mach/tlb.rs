@@ -45,12 +45,13 @@ struct Partition {
 /// The TLB.
 #[derive(Debug, Clone)]
 pub struct MachTlb {
-    slots: Box<[Slot; SLOTS]>,
+    /// (The arrays in place, not boxed: a lookup reads no pointer first.)
+    slots: [Slot; SLOTS],
     /// Per row: the slot of one of the entries whose key falls in the row (any slot when none
     /// does).
-    rows: Box<[u8; ROWS]>,
+    rows: [u8; ROWS],
     /// Per row: how many entries' keys fall in it.
-    shared: Box<[u16; ROWS]>,
+    shared: [u16; ROWS],
     /// Slots in use: `0..n`.
     n: usize,
     upper: Partition,
@@ -74,9 +75,9 @@ impl MachTlb {
         let n = upper.0 + lower.0;
         assert!(n <= SLOTS, "mach.entries is at most {SLOTS} (validated)");
         MachTlb {
-            slots: Box::new([Slot { key: EMPTY, pfn: 0 }; SLOTS]),
-            rows: Box::new([0; ROWS]),
-            shared: Box::new([0; ROWS]),
+            slots: [Slot { key: EMPTY, pfn: 0 }; SLOTS],
+            rows: [0; ROWS],
+            shared: [0; ROWS],
             n,
             lower: Partition { lo: 0, hi: lower.0, policy: lower.1, next: 0 },
             upper: Partition { lo: lower.0, hi: n, policy: upper.1, next: lower.0 },
