@@ -425,12 +425,13 @@ impl MachHandler {
 
     /// Prefetch the entry of kernel page `kva` into the TLB from the PTLB (section 3.1.5).
     fn prefetch<B: Backend>(&mut self, cx: &mut MissCx<'_, B>, kva: u64, lower: bool) {
-        let (key, index) = (Self::key(kva & !0xFFF, 0), self.index_of(kva));
+        let key = Self::key(kva & !0xFFF, 0);
         if self.tlb.contains(key) {
             self.ptlb_present += 1;
             self.ptlb_cycles += self.c.probe;
             return;
         }
+        let index = self.index_of(kva);
         let t = self.ptlb.as_ref().or(self.stlb.as_ref()).expect("a PTLB");
         let p = t.probe(key, index);
         let (loads, nloads) = (p.loads, p.nloads);
