@@ -76,7 +76,7 @@ impl MachHandler {
         let (mut data_misses, mut data_cycles) = (0, 0);
         let mut r = Ok(());
         let mut it = addr.iter().zip(kind);
-        while let Some((&a, &k)) = it.next() {
+        for (&a, &k) in it.by_ref() {
             let va = a & va_mask;
             let pfn = match self.translate::<DIRECT, B>(cx, d, va, tag, n) {
                 Ok(pfn) => pfn,
@@ -190,7 +190,12 @@ impl MachHandler {
 
     /// [`MachHandler::load`] from the loop: `DIRECT`, the caches are one direct-mapped level, `d`.
     #[inline(always)]
-    pub(super) fn load_in<const DIRECT: bool, B: Backend>(&mut self, cx: &mut MissCx<'_, B>, d: Direct, pa: u64) -> u64 {
+    pub(super) fn load_in<const DIRECT: bool, B: Backend>(
+        &mut self,
+        cx: &mut MissCx<'_, B>,
+        d: Direct,
+        pa: u64,
+    ) -> u64 {
         if !DIRECT {
             return self.load(cx, pa);
         }

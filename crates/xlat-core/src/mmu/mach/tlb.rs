@@ -248,10 +248,10 @@ impl MachTlb {
         for e in self.slots[..self.n].iter().filter(|e| e.key != EMPTY) {
             count[row(e.key)] += 1;
         }
-        for r in 0..ROWS {
+        for (r, &c) in count.iter().enumerate() {
             let shown = self.slots[self.rows[r] as usize].key;
-            let ok = count[r] == 0 || (shown != EMPTY && row(shown) == r);
-            if self.shared[r] != count[r] || !ok {
+            let ok = c == 0 || (shown != EMPTY && row(shown) == r);
+            if self.shared[r] != c || !ok {
                 return Err("mach TLB: the index does not match the entries".into());
             }
         }
