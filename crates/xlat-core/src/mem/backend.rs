@@ -22,6 +22,9 @@ pub trait Backend: Counters + Send + 'static {
     /// (`write`: a store; `walk`: a page-walk load); `dram` is the single DRAM latency the
     /// caches assume (`memory.dram_latency`).
     fn access(&mut self, pa: u64, write: bool, walk: bool, dram: u64) -> u64;
+    /// Whether [`Backend::access`] is always `dram` and counts nothing: then a loop may count
+    /// its misses and multiply (the Mach loop, mmu/mach/run.rs).
+    const DRAM_ONLY: bool = false;
     /// A data access at `pa` went through the caches (`llc_miss`: it missed every level, after
     /// [`Backend::access`]); the caches as they are after it (the hybrid memory's dirty lines).
     #[inline(always)]
@@ -74,6 +77,7 @@ pub enum Via {
 pub struct Dram;
 
 impl Backend for Dram {
+    const DRAM_ONLY: bool = true;
     #[inline(always)]
     fn access(&mut self, _: u64, _: bool, _: bool, dram: u64) -> u64 {
         dram

@@ -8,6 +8,17 @@
 
 use super::Caches;
 
+/// A direct-mapped first level as a loop probes it ([`Caches::direct`]): its geometry and its
+/// latencies, copied out so that they stay in registers across the loop's probes.
+/// (`Default`: a stand-in for loops compiled for other caches, which never probe with it.)
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Direct {
+    geometry: (u32, u32, u64),
+    /// The latencies of a hit and of a miss.
+    pub hit: u64,
+    pub dram: u64,
+}
+
 impl Caches {
     /// Whether the caches are exactly one direct-mapped level probed with a shift and a mask,
     /// with walk loads starting at it: then [`Caches::probe_direct`] stands for
@@ -16,22 +27,26 @@ impl Caches {
         matches!(&self.levels[..], [c] if c.one_way()) && self.walk_from == 0
     }
 
-    /// The latencies of a hit and of a miss of caches that [`Caches::is_direct`].
-    pub fn direct_latencies(&self) -> (u64, u64) {
-        (self.levels.first().map_or(self.dram_latency, |c| c.latency), self.dram_latency)
+    /// The level of caches that [`Caches::is_direct`], else `None`.
+    pub fn direct(&self) -> Option<Direct> {
+        self.is_direct().then(|| {
+            let c = &self.levels[0];
+            Direct { geometry: c.geometry(), hit: c.latency, dram: self.dram_latency }
+        })
     }
 
-    /// [`Caches::access`] of `pa` from the first level of caches that [`Caches::is_direct`],
-    /// uncounted (the caller counts with [`Caches::add_accesses`]): whether the level held the
-    /// line (it does now).
+    /// [`Caches::access`] of `pa` from the first level, `d` being [`Caches::direct`]: uncounted
+    /// (the caller counts with [`Caches::add_accesses`]): whether the level held the line (it
+    /// does now).
     ///
     /// # Safety
-    /// `self.is_direct()`.
+    /// `d` is what [`Caches::direct`] of these caches returned.
     #[inline(always)]
-    pub unsafe fn probe_direct(&mut self, pa: u64) -> bool {
+    pub unsafe fn probe_direct(&mut self, d: &Direct, pa: u64) -> bool {
         debug_assert!(self.is_direct());
-        // SAFETY: the caller's contract: the one level is direct-mapped and fast.
-        unsafe { self.levels.get_unchecked_mut(0).probe_one_way(pa) }
+        // SAFETY: the caller's contract: the one level is direct-mapped and fast, of geometry
+        // `d.geometry`.
+        unsafe { self.levels.get_unchecked_mut(0).probe_one_way(d.geometry, pa) }
     }
 
     /// Count `n` accesses (page-walk loads if `walk`) made from level `from` that hit level
@@ -67,7 +82,9 @@ mod tests {
         let mut c = Caches::new(&[dm], memory, 25, 1);
         c.set_walk_first(1);
         assert!(!c.is_direct());
-        assert_eq!(Caches::new(&[level(64 << 10, 1, 16, Replacement::Lru)], memory, 25, 1).direct_latencies(), (1, 25));
+        let d = Caches::new(&[level(64 << 10, 1, 16, Replacement::Lru)], memory, 25, 1).direct().unwrap();
+        assert_eq!((d.hit, d.dram), (1, 25));
+        assert!(Caches::new(&[], memory, 25, 1).direct().is_none());
     }
 
     #[test]
@@ -79,7 +96,7 @@ mod tests {
         for line in [16, 64] {
             let cfg = [level(64 << 10, 1, line, Replacement::Lru)];
             let (mut general, mut direct) = (Caches::new(&cfg, 1 << 30, 25, 1), Caches::new(&cfg, 1 << 30, 25, 1));
-            assert!(direct.is_direct());
+            let dl = direct.direct().expect("direct");
             let mut x = 0x2545_f491_4f6c_dd1du64;
             for batch in 0..200 {
                 let mut counts = [[0u64; 2]; 2];
@@ -91,8 +108,8 @@ mod tests {
                     let pa = (x % (256 << (batch % 12))) & !7;
                     let walk = x >> 60 == 0;
                     let (hit, lat) = general.access(pa, 0, walk);
-                    // SAFETY: `is_direct` above.
-                    let d = unsafe { direct.probe_direct(pa) };
+                    // SAFETY: `dl` from `direct` above.
+                    let d = unsafe { direct.probe_direct(&dl, pa) };
                     assert_eq!((hit == 0, lat), (d, if d { 1 } else { 25 }), "{pa:#x}");
                     counts[walk as usize][!d as usize] += 1;
                 }

@@ -10,7 +10,7 @@
 
 pub mod backend;
 mod cache;
-mod direct;
+pub mod direct;
 pub mod hybrid;
 pub mod migrate;
 pub mod rainbow;

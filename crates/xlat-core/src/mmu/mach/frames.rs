@@ -22,15 +22,17 @@ const NONE: u64 = u64::MAX;
 
 #[derive(Debug, Clone)]
 pub struct Frames {
-    /// Per entry: the key (with its generation) and the frame.
-    slots: Box<[(u64, u64)]>,
+    /// Per entry: the key (with its generation) and the frame (a fixed array: the index, masked,
+    /// needs no bounds check).
+    slots: Box<[(u64, u64); ENTRIES]>,
     /// The current generation, shifted to its place in a key.
     stamp: u64,
 }
 
 impl Default for Frames {
     fn default() -> Frames {
-        Frames { slots: vec![(NONE, 0); ENTRIES].into_boxed_slice(), stamp: 0 }
+        let slots = vec![(NONE, 0); ENTRIES].into_boxed_slice().try_into().expect("ENTRIES entries");
+        Frames { slots, stamp: 0 }
     }
 }
 

@@ -23,6 +23,7 @@ pub mod tlb;
 
 use crate::config::{Config, StlbKind};
 use crate::mem::backend::Backend;
+use crate::mem::direct::Direct;
 use crate::mmu::walker::{MissCx, MissHandler};
 use crate::mmu::Shape;
 use crate::os::SimError;
@@ -59,11 +60,11 @@ pub const TYPES: [&str; 5] = ["l1u", "l1k", "l2", "l3", "invalid"];
 /// What the next access must first do (side events are deferred to it: they need the caches).
 #[derive(Debug, Clone, Copy)]
 enum Pending {
-    /// IPC send by `from` to `to`: store `from`'s L2 entries in the PTLB, prefetch `to`'s L1K
-    /// (and L3) entries.
-    Send { from: u32, to: u32 },
-    /// The receiver `to` (the current space) resumes: prefetch its L2 entries.
-    Recv { to: u32 },
+    /// IPC send by the space of tag `from` to `to`: store the sender's L2 entries in the PTLB,
+    /// prefetch `to`'s L1K (and L3) entries.
+    Send { from: u64, to: u32 },
+    /// The receiver (the current space, of tag `to`) resumes: prefetch its L2 entries.
+    Recv { to: u64 },
 }
 
 /// The machine's costs, as cycles.
@@ -80,6 +81,17 @@ struct Costs {
     probe: u64,
 }
 
+/// `x / d` and `x % d` (`d > 0`), a shift and a mask when `d` is a power of two (the usual
+/// strides and spans: the handlers' hot path then runs no division).
+#[inline(always)]
+fn div_rem(x: u64, d: u64) -> (u64, u64) {
+    if d.is_power_of_two() {
+        (x >> d.trailing_zeros(), x & (d - 1))
+    } else {
+        (x / d, x % d)
+    }
+}
+
 /// The software-managed TLB and its handlers.
 pub struct MachHandler {
     tlb: MachTlb,
@@ -87,8 +99,10 @@ pub struct MachHandler {
     pte: u64,
     upt_span: u64,
     stride: u64,
-    /// The current address space's tag (its slot + 1) and raw id.
+    /// The current address space's tag (its slot + 1), the address of its user page table, and
+    /// its raw id.
     tag: u64,
+    upt: u64,
     asid: u32,
     slots: FxHashMap<u32, u64>,
     /// Between an IPC send and the receiver's resumption: the IPC path runs in kernel mode.
@@ -119,9 +133,9 @@ pub struct MachHandler {
     hit_names: Vec<String>,
     /// The OS model's translations of user pages, remembered (frames.rs).
     frames: frames::Frames,
-    /// Whether the caches are one direct-mapped level (mem/direct.rs; set by `run`), and the
+    /// The caches' level when they are one direct-mapped level (mem/direct.rs; set by `run`), and the
     /// loads through it not yet counted in the caches' histogram, by level (hit, DRAM).
-    direct_caches: bool,
+    direct_level: Option<Direct>,
     direct_loads: [u64; 2],
 }
 
@@ -156,6 +170,7 @@ impl MachHandler {
             upt_span: m.pte_bytes << 35,
             stride: m.upt_stride_pages,
             tag: 1,
+            upt: UPT_BASE,
             asid: 0,
             slots: FxHashMap::from_iter([(0, 0)]),
             kernel_mode: false,
@@ -182,7 +197,7 @@ impl MachHandler {
             loads_at: vec![0; hit_names.len()],
             hit_names,
             frames: frames::Frames::default(),
-            direct_caches: false,
+            direct_level: None,
             direct_loads: [0; 2],
         }
     }
@@ -220,8 +235,8 @@ impl MachHandler {
     fn index_of(&self, kva: u64) -> u64 {
         if (UPT_BASE..KPT_BASE).contains(&kva) {
             let off = kva - UPT_BASE;
-            let (slot, page) = (off / self.upt_span, (off % self.upt_span) >> 12);
-            slot * self.stride + page % self.stride
+            let (slot, page) = div_rem(off, self.upt_span);
+            slot * self.stride + div_rem(page >> 12, self.stride).1
         } else {
             kva >> 12
         }
@@ -294,7 +309,10 @@ impl MachHandler {
     /// after the generic handler entered them, section 3.1.5).
     fn ipc_data(&self, kva: u64) -> bool {
         let (base, stride, pages) = self.ipc;
-        let ipc = kva >= base && stride > 0 && (kva - base) / stride < 1 << 16 && (kva - base) % stride < pages << 12;
+        let ipc = kva >= base && stride > 0 && {
+            let (n, off) = div_rem(kva - base, stride);
+            n < 1 << 16 && off < pages << 12
+        };
         let (mbase, mstride) = self.msg;
         ipc || (kva >= mbase && (kva - mbase) < mstride << 16)
     }
@@ -309,17 +327,24 @@ impl MachHandler {
     /// An L1U miss on user `va` (key `key`): the fast handler's one load of the PTE from the
     /// user page table, whose page may miss (a cascaded L2 miss); a TLB-invalid miss if the page
     /// is not mapped yet (the VM system faults it in).
-    #[inline(never)]
-    fn l1u<B: Backend>(&mut self, cx: &mut MissCx<'_, B>, va: u64, key: u64) -> Result<u64, SimError> {
+    #[inline(always)]
+    fn l1u<const DIRECT: bool, B: Backend>(
+        &mut self,
+        cx: &mut MissCx<'_, B>,
+        d: Direct,
+        va: u64,
+        key: u64,
+    ) -> Result<u64, SimError> {
         self.direct[L1U] += 1;
-        let upte = self.upte_va(va, self.tag);
+        debug_assert_eq!(self.upt, self.upte_va(0, self.tag));
+        let upte = self.upt + (va >> 12) * self.pte;
         // (kernel_pa, inline: it is recursive through `generic`, so never inlined itself.)
         let pfn = match self.tlb.lookup(Self::key(upte, 0)) {
             Some(p) => p,
             None => self.generic(cx, L2, upte, true),
         };
         let pa = (pfn << 12) | (upte & 0xFFF);
-        let lat = self.load(cx, pa);
+        let lat = self.load_in::<DIRECT, B>(cx, d, pa);
         self.cycles[L1U] += self.c.l1u + lat;
         let pfn = match self.frames.get(key) {
             Some(pfn) => pfn,
@@ -361,14 +386,12 @@ impl MachHandler {
         let pending = std::mem::take(&mut self.pending);
         for p in &pending {
             match *p {
-                Pending::Send { from, to } => {
+                Pending::Send { from: tag, to } => {
                     // The sender's L2 entries, probed in the TLB (tlbp), go to the PTLB.
-                    let tag = self.tag_of(from);
                     for i in 0..self.user_pages.len() {
                         let kva = self.upte_va(self.user_pages[i], tag);
                         let key = Self::key(kva, 0);
-                        if let Some(s) = self.tlb.find(key) {
-                            let _ = s;
+                        if self.tlb.contains(key) {
                             let pfn = KMAP_PFN + (kva >> 12);
                             self.ptlb_store(cx, key, self.index_of(kva), pfn);
                         }
@@ -388,8 +411,7 @@ impl MachHandler {
                         }
                     }
                 }
-                Pending::Recv { to } => {
-                    let tag = self.tag_of(to);
+                Pending::Recv { to: tag } => {
                     for i in 0..self.user_pages.len() {
                         let kva = self.upte_va(self.user_pages[i], tag);
                         self.prefetch(cx, kva, true);
@@ -403,12 +425,13 @@ impl MachHandler {
 
     /// Prefetch the entry of kernel page `kva` into the TLB from the PTLB (section 3.1.5).
     fn prefetch<B: Backend>(&mut self, cx: &mut MissCx<'_, B>, kva: u64, lower: bool) {
-        let (key, index) = (Self::key(kva & !0xFFF, 0), self.index_of(kva));
+        let key = Self::key(kva & !0xFFF, 0);
         if self.tlb.contains(key) {
             self.ptlb_present += 1;
             self.ptlb_cycles += self.c.probe;
             return;
         }
+        let index = self.index_of(kva);
         let t = self.ptlb.as_ref().or(self.stlb.as_ref()).expect("a PTLB");
         let p = t.probe(key, index);
         let (loads, nloads) = (p.loads, p.nloads);
@@ -458,17 +481,19 @@ impl MissHandler for MachHandler {
             SideBody::Marker(Marker::ContextSwitch { asid }) => {
                 self.asid = *asid;
                 self.tag = self.tag_of(*asid);
+                self.upt = self.upte_va(0, self.tag);
             }
             SideBody::Marker(Marker::IpcSend { peer, .. }) => {
                 self.kernel_mode = true;
                 if self.ptlb_on {
-                    self.pending.push(Pending::Send { from: self.asid, to: *peer });
+                    // (The current space's tag: `tag` is always `tag_of(asid)`.)
+                    self.pending.push(Pending::Send { from: self.tag, to: *peer });
                 }
             }
             SideBody::Marker(Marker::IpcRecv { .. }) => {
                 self.kernel_mode = false;
                 if self.ptlb_on {
-                    self.pending.push(Pending::Recv { to: self.asid });
+                    self.pending.push(Pending::Recv { to: self.tag });
                 }
             }
             _ => {}

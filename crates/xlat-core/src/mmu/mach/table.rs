@@ -52,6 +52,7 @@ impl SoftTable {
     }
 
     /// Probe for `key` (set from `index`): the ways in order until a match.
+    #[inline]
     pub fn probe(&self, key: u64, index: u64) -> Probe {
         let set = self.set(index);
         let mut p = Probe { way: None, pfn: 0, loads: [0; 2], nloads: 0 };
@@ -70,12 +71,14 @@ impl SoftTable {
 
     /// Store `key` -> `pfn` (in place if present; else over the set's older way); returns the
     /// physical address written.
+    #[inline]
     pub fn store(&mut self, key: u64, index: u64, pfn: u64) -> u64 {
         let set = self.set(index);
         let base = set * self.ways;
         let way = (0..self.ways).find(|&w| self.keys[base + w] == key).unwrap_or_else(|| {
-            let w = self.older[set] as usize % self.ways;
-            self.older[set] = ((w + 1) % self.ways) as u8;
+            // (`ways` is 1 or 2: masks, no division.)
+            let w = self.older[set] as usize & (self.ways - 1);
+            self.older[set] = ((w + 1) & (self.ways - 1)) as u8;
             w
         });
         self.keys[base + way] = key;

@@ -4,11 +4,16 @@
 //! holds L1U, L1K and L3 entries, replaced at random (`tlbwr`).
 //!
 //! An entry's key is its virtual page number shifted left 16 bits, or'ed with its address-space
-//! tag (0 for kernel pages: the MIPS global bit). Lookups go through an index from key to slot
-//! (hash chains: 1024 buckets, at least four per entry, each slot linked to the next and
-//! previous node of its bucket's chain, the bucket itself being the first slot's previous),
-//! kept exact on every insert and eviction, so that a lookup is one or two probes however many
-//! entries the TLB has, and an eviction a few stores with no branch. The arrays have room for
+//! tag (0 for kernel pages: the MIPS global bit). Random and FIFO replacement change nothing on
+//! a hit, so a lookup is a pure function of the entries held: it goes through a direct-mapped
+//! index of them (4096 rows, keyed by a hash of the key), each row the slot of one of the
+//! entries whose key falls in it, with the number of those entries. A lookup compares the key
+//! of its row's slot (a hit: that slot's frame), else a row with fewer than two entries proves a
+//! miss (with none, the row's slot holds some other key), and only a row shared by two or more
+//! entries is answered by scanning the slots (rows are 64 times the entries: under 1% of
+//! lookups). Every insert and eviction keeps the index exact, so the hits, victims and counts
+//! are those of the fully associative array. The index takes 12 KB of host memory (a byte and a
+//! count per row), so that it stays in the host's first-level cache. The slots have room for
 //! the largest TLB (256 entries) and are indexed through masks: no bounds checks.
 
 use crate::config::PartitionPolicy;
@@ -18,15 +23,8 @@ pub const EMPTY: u64 = u64::MAX;
 /// Slots the arrays have room for (`mach.entries` is at most 256), so that a slot index masked
 /// with `SLOTS - 1` needs no bounds check.
 const SLOTS: usize = 256;
-/// Hash buckets: at least four per entry.
-const BUCKETS: usize = 1024;
-/// The link nodes: slots `0..SLOTS`, then one per bucket (its chain's head: a bucket is the
-/// `prev` of its first slot, so that unlinking needs no branch), then `NIL`.
-const BUCKET0: usize = SLOTS;
-const LINKS: usize = 2048;
-/// The end of a chain: a node of its own, which absorbs the writes an unlink at a chain's end
-/// makes (no slot or bucket reads it).
-const NIL: u16 = (LINKS - 1) as u16;
+/// Rows of the direct-mapped index (a power of two, 16 per slot of the largest TLB).
+const ROWS: usize = 4096;
 
 /// A slot: its key and frame.
 #[derive(Debug, Clone, Copy)]
@@ -47,11 +45,13 @@ struct Partition {
 /// The TLB.
 #[derive(Debug, Clone)]
 pub struct MachTlb {
-    slots: Box<[Slot; SLOTS]>,
-    /// Each link node's next and previous node in its bucket's chain (a slot's are valid while
-    /// it holds a key; a bucket's `next` is its first slot).
-    next: Box<[u16; LINKS]>,
-    prev: Box<[u16; LINKS]>,
+    /// (The arrays in place, not boxed: a lookup reads no pointer first.)
+    slots: [Slot; SLOTS],
+    /// Per row: the slot of one of the entries whose key falls in the row (any slot when none
+    /// does).
+    rows: [u8; ROWS],
+    /// Per row: how many entries' keys fall in it.
+    shared: [u16; ROWS],
     /// Slots in use: `0..n`.
     n: usize,
     upper: Partition,
@@ -62,16 +62,10 @@ pub struct MachTlb {
     pub evictions: [u64; 2],
 }
 
-/// The bucket of `key`'s chain.
+/// The row of `key` in the index.
 #[inline(always)]
-fn bucket(key: u64) -> usize {
-    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize & (BUCKETS - 1)
-}
-
-/// The link node `e` (a slot, a bucket or `NIL`) as an index (no bounds check).
-#[inline(always)]
-fn node(e: u16) -> usize {
-    e as usize & (LINKS - 1)
+fn row(key: u64) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize & (ROWS - 1)
 }
 
 impl MachTlb {
@@ -81,9 +75,9 @@ impl MachTlb {
         let n = upper.0 + lower.0;
         assert!(n <= SLOTS, "mach.entries is at most {SLOTS} (validated)");
         MachTlb {
-            slots: Box::new([Slot { key: EMPTY, pfn: 0 }; SLOTS]),
-            next: Box::new([NIL; LINKS]),
-            prev: Box::new([NIL; LINKS]),
+            slots: [Slot { key: EMPTY, pfn: 0 }; SLOTS],
+            rows: [0; ROWS],
+            shared: [0; ROWS],
             n,
             lower: Partition { lo: 0, hi: lower.0, policy: lower.1, next: 0 },
             upper: Partition { lo: lower.0, hi: n, policy: upper.1, next: lower.0 },
@@ -95,19 +89,24 @@ impl MachTlb {
         }
     }
 
-    /// The slot holding `key`, without counting.
+    /// The frame of `key`, without counting.
     #[inline(always)]
-    pub fn find(&self, key: u64) -> Option<usize> {
-        let mut e = self.next[BUCKET0 + bucket(key)];
-        while e != NIL {
-            // (Past a bucket's head every node is a slot.)
-            let s = e as usize & (SLOTS - 1);
-            if self.slots[s].key == key {
-                return Some(s);
-            }
-            e = self.next[s];
+    pub fn get(&self, key: u64) -> Option<u64> {
+        let r = row(key);
+        let e = self.slots[self.rows[r] as usize];
+        if e.key == key {
+            return Some(e.pfn);
         }
-        None
+        if self.shared[r] < 2 {
+            return None;
+        }
+        self.find(key).map(|s| self.pfn_at(s))
+    }
+
+    /// The slot holding `key`, without counting (a scan: the index answers [`MachTlb::get`]).
+    #[inline(never)]
+    pub fn find(&self, key: u64) -> Option<usize> {
+        self.slots[..self.n].iter().position(|e| e.key == key)
     }
 
     /// The frame in slot `s` (a slot [`MachTlb::find`] returned).
@@ -116,43 +115,48 @@ impl MachTlb {
         self.slots[s & (SLOTS - 1)].pfn
     }
 
-    /// Enter slot `s` (holding its new key) at the head of its bucket's chain.
+    /// Enter slot `s` (holding its new key) in the index: its row now shows it.
     #[inline(always)]
     fn index_insert(&mut self, s: usize) {
-        let b = BUCKET0 + bucket(self.slots[s].key);
-        let first = self.next[b];
-        self.next[s] = first;
-        self.prev[s] = b as u16;
-        self.prev[node(first)] = s as u16;
-        self.next[b] = s as u16;
+        let r = row(self.slots[s].key);
+        self.shared[r] += 1;
+        self.rows[r] = s as u8;
     }
 
-    /// Unlink slot `s` (holding a key) from its bucket's chain.
+    /// Drop slot `s`, which held `key` (and now holds another key or none), from the index: if
+    /// its row showed it, the row shows another entry of the row if any (found by a scan: rows
+    /// are rarely shared).
     #[inline(always)]
-    fn index_remove(&mut self, s: usize) {
-        let (p, n) = (self.prev[s], self.next[s]);
-        self.next[node(p)] = n;
-        self.prev[node(n)] = p;
+    fn index_remove(&mut self, s: usize, key: u64) {
+        let r = row(key);
+        self.shared[r] -= 1;
+        if self.rows[r] as usize == s && self.shared[r] > 0 {
+            self.rows[r] = self.other_of_row(r);
+        }
+    }
+
+    /// The slot of an entry whose key falls in row `r` (one does).
+    #[cold]
+    #[inline(never)]
+    fn other_of_row(&self, r: usize) -> u8 {
+        self.slots[..self.n].iter().position(|e| e.key != EMPTY && row(e.key) == r).expect("the row's count") as u8
     }
 
     /// Look `key` up (counted): its frame.
     #[inline(always)]
     pub fn lookup(&mut self, key: u64) -> Option<u64> {
-        match self.find(key) {
-            Some(s) => {
-                self.hits += 1;
-                Some(self.pfn_at(s))
-            }
-            None => {
-                self.misses += 1;
-                None
-            }
+        let p = self.get(key);
+        if p.is_some() {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
         }
+        p
     }
 
     /// Whether `key` is present (a `tlbp` probe: not counted as a lookup).
     pub fn contains(&self, key: u64) -> bool {
-        self.find(key).is_some()
+        self.get(key).is_some()
     }
 
     #[inline(always)]
@@ -197,11 +201,12 @@ impl MachTlb {
         };
         // (`s < n <= SLOTS`: the mask only spares the bounds checks.)
         let s = s & (SLOTS - 1);
-        if self.slots[s].key != EMPTY {
-            self.evictions[lower as usize] += 1;
-            self.index_remove(s);
-        }
+        let old = self.slots[s].key;
         self.slots[s] = Slot { key, pfn };
+        if old != EMPTY {
+            self.evictions[lower as usize] += 1;
+            self.index_remove(s, old);
+        }
         self.index_insert(s);
         s
     }
@@ -211,8 +216,8 @@ impl MachTlb {
         for s in 0..self.n {
             let k = self.slots[s].key;
             if k != EMPTY && k & 0xFFFF != 0 {
-                self.index_remove(s);
                 self.slots[s].key = EMPTY;
+                self.index_remove(s, k);
             }
         }
     }
@@ -227,7 +232,7 @@ impl MachTlb {
         self.slots[..self.n].iter().filter(|e| e.key != EMPTY).count()
     }
 
-    /// Whether no key appears twice.
+    /// Whether no key appears twice, and the index matches the slots.
     pub fn check(&self) -> Result<(), String> {
         let mut seen: Vec<u64> = self.slots[..self.n].iter().map(|e| e.key).filter(|&k| k != EMPTY).collect();
         seen.sort_unstable();
@@ -237,25 +242,18 @@ impl MachTlb {
         if self.slots[self.n..].iter().any(|e| e.key != EMPTY) {
             return Err("mach TLB: a key past the last entry".into());
         }
-        // Every chain: slots of its bucket, linked both ways; together, every entry once.
-        let mut chained = 0;
-        for b in 0..BUCKETS {
-            let (mut e, mut before) = (self.next[BUCKET0 + b], (BUCKET0 + b) as u16);
-            while e != NIL {
-                let s = e as usize;
-                if s >= self.n || chained > seen.len() {
-                    return Err("mach TLB: a hash chain does not match the entries".into());
-                }
-                let k = self.slots[s].key;
-                if k == EMPTY || bucket(k) != b || self.prev[s] != before {
-                    return Err("mach TLB: a hash chain does not match the entries".into());
-                }
-                chained += 1;
-                (before, e) = (e, self.next[s]);
-            }
+        // Every row: its count is the number of entries in it, and it shows one of them (any
+        // slot when none).
+        let mut count = vec![0u16; ROWS];
+        for e in self.slots[..self.n].iter().filter(|e| e.key != EMPTY) {
+            count[row(e.key)] += 1;
         }
-        if chained != seen.len() || seen.iter().any(|&k| self.find(k).is_none()) {
-            return Err("mach TLB: the index does not match the entries".into());
+        for (r, &c) in count.iter().enumerate() {
+            let shown = self.slots[self.rows[r] as usize].key;
+            let ok = c == 0 || (shown != EMPTY && row(shown) == r);
+            if self.shared[r] != c || !ok {
+                return Err("mach TLB: the index does not match the entries".into());
+            }
         }
         Ok(())
     }
@@ -302,5 +300,46 @@ mod tests {
         t.flush_user();
         t.check().unwrap();
         assert!((0..4).all(|s| t.key_at(s) == EMPTY || t.key_at(s) & 0xFFFF == 0));
+    }
+
+    #[test]
+    fn shared_rows_answer_exactly_as_a_scan() {
+        // Keys crowded into three rows of the index (eight in each) and spread ones: after
+        // every insert, eviction and flush, each key's lookup is what scanning the slots says.
+        let mut crowded: Vec<Vec<u64>> = vec![Vec::new(); 3];
+        for k in 0u64.. {
+            let key = k << 16 | (k % 4);
+            if let Some(c) = (0..3).find(|&c| row(key) == c && crowded[c].len() < 8) {
+                crowded[c].push(key);
+            }
+            if crowded.iter().all(|c| c.len() == 8) {
+                break;
+            }
+        }
+        let universe: Vec<u64> = crowded.concat().into_iter().chain((1..40).map(|k| (k * 977) << 16 | 1)).collect();
+        let mut t = MachTlb::new((12, Random), (4, Fifo), 5);
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut shared = 0;
+        for i in 0..5000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key = universe[(x % universe.len() as u64) as usize];
+            if t.get(key).is_none() {
+                t.insert_absent(key, i, x >> 63 == 0);
+            } else if x >> 62 == 0 {
+                t.insert(key, i, false);
+            }
+            if i % 997 == 0 {
+                t.flush_user();
+            }
+            t.check().unwrap();
+            for &k in &universe {
+                let scan = (0..16).find(|&s| t.key_at(s) == k).map(|s| t.pfn_at(s));
+                assert_eq!(t.get(k), scan);
+            }
+            shared += (0..3).filter(|&r| t.shared[r] >= 2).count();
+        }
+        assert!(shared > 1000, "the crowded rows were shared ({shared})");
     }
 }
