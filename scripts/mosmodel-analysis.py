@@ -13,6 +13,9 @@ directory of `xlat experiment mosmodel` (its layouts, runs.csv, dataset.csv, mod
       taken as the truth, each layout's R the median of N runs drawn from the runs' own noise
       (every run relative to its layout's median, pooled; with --drift, after drift_corrected),
       refitted; the median and 90th percentile of Mosmodel's maximal error over --trials draws
+  python scripts/mosmodel-analysis.py reps DIR [--runtime work] [--reps 10 20 30]
+      every model's maximal error on the first N runs of every layout, R their median and their
+      drift-corrected median (drift_corrected over all the runs, then the first N kept)
   python scripts/mosmodel-analysis.py attribute DIR [--us 2.0]
       the error page faults cause by themselves: R made smooth in (H, M, C) (Mosmodel's fit of the
       measured R), plus the kernel time of the faults each layout takes (DIR/faults.csv, at --us
@@ -119,6 +122,24 @@ def floor(d: Path, metric: str, drift: bool, reps: list[int], trials: int) -> No
               f"{np.median(errs):.2%}, 90th percentile {np.percentile(errs, 90):.2%} ({trials} draws)")  # fmt: skip
 
 
+def reps(d: Path, metric: str, counts: list[int]) -> None:
+    df = pd.read_csv(d / "dataset.csv")
+    runs = pd.read_csv(d / "runs.csv")
+    runs = runs[runs["rep"] != "warmup"]
+    first = runs["rep"].astype(int).to_numpy()
+    ghz = json.loads((d / "summary.json").read_text())["ghz"]
+    for drift in (False, True):
+        lay, r = _timed(d, metric, drift)
+        for n in counts:
+            keep = first < n
+            R = pd.Series(r[keep]).groupby(lay[keep]).median()
+            x = df.assign(R_cycles=df["layout"].map(R) * ghz * 1e9)
+            errs = {e["model"]: e for e in fit_models(x, 5, 0)[1]}
+            label = "drift" if drift else "median"
+            print(f"{d} {label:6} first {n:3} runs: " + " ".join(f"{m} {e['max_error']:.2%}" for m, e in errs.items())
+                  + f" (mosmodel CV {errs['mosmodel']['cv_max_error']:.2%})")  # fmt: skip
+
+
 def attribute(d: Path, us: float) -> None:
     df = pd.read_csv(d / "dataset.csv")
     f = pd.read_csv(d / "faults.csv").set_index("layout")
@@ -162,6 +183,10 @@ def main() -> int:
     f.add_argument("--drift", action="store_true")
     f.add_argument("--reps", type=int, nargs="+", default=[10, 40, 100])
     f.add_argument("--trials", type=int, default=50)
+    g = sub.add_parser("reps")
+    g.add_argument("dir", type=Path)
+    g.add_argument("--runtime", default="work")
+    g.add_argument("--reps", type=int, nargs="+", default=[10, 20, 30])
     c = sub.add_parser("attribute")
     c.add_argument("dir", type=Path)
     c.add_argument("--us", type=float, default=2.0)
@@ -170,6 +195,8 @@ def main() -> int:
         faults(args.dir, args.workload, args.layouts)
     elif args.cmd == "noise":
         noise(args.dir, args.runtime)
+    elif args.cmd == "reps":
+        reps(args.dir, args.runtime, args.reps)
     elif args.cmd == "floor":
         floor(args.dir, args.runtime, args.drift, args.reps, args.trials)
     else:
