@@ -107,7 +107,7 @@ def floor(d: Path, metric: str, drift: bool, reps: list[int], trials: int) -> No
     rel = r / med
     R = df["layout"].map(pd.Series(r).groupby(lay).median()).to_numpy(float)
     truth = Mosmodel().fit(X, R).predict(X)
-    observed = max_error(R, Mosmodel().fit(X, R).predict(X))
+    observed = max_error(R, truth)
     cov = pd.Series(r).groupby(lay).agg(lambda x: x.std(ddof=1) / x.mean())
     label = "drift-corrected " if drift else ""
     print(f"{d} R = {label}{metric}: per-layout CoV median {cov.median():.2%}; Mosmodel's maximal error on "
