@@ -195,17 +195,15 @@ def drift_corrected(
     lay = np.asarray(layouts)
     x = np.log(np.asarray(values, dtype=float))
     n = len(x)
-    if n == 0 or k < 1:
-        return np.exp(x)
+    if n < 2 or k < 1:
+        return np.exp(x)  # no neighbours to estimate a drift from
     names, idx = np.unique(lay, return_inverse=True)
     t = np.zeros(n)
     for _ in range(iterations):
         y = x - t
         med = np.array([np.median(y[idx == j]) for j in range(len(names))])
         r = x - med[idx]
-        t = np.array(
-            [np.median(np.r_[r[max(0, i - k) : i], r[i + 1 : i + 1 + k]]) if n > 1 else 0.0 for i in range(n)]
-        )
+        t = np.array([np.median(np.r_[r[max(0, i - k) : i], r[i + 1 : i + 1 + k]]) for i in range(n)])
     return np.exp(x - t)
 
 
