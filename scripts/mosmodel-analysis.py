@@ -91,21 +91,22 @@ def noise(d: Path, metric: str) -> None:
           f"{np.corrcoef(rel[:-1], rel[1:])[0, 1]:.2f}")  # fmt: skip
 
 
-def _timed(d: Path, metric: str, drift: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The timed runs in the order they ran: (layout names, runtimes), drift-corrected if asked."""
+def _timed(d: Path, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The timed runs in the order they ran: (layout names, runtimes, repetition numbers)."""
     runs = pd.read_csv(d / "runs.csv")
     runs = runs[runs["rep"] != "warmup"]
-    lay, r = runs["layout"].to_numpy(), runs[metric].to_numpy(float)
-    return lay, (drift_corrected(lay, r) if drift else r)
+    return runs["layout"].to_numpy(), runs[metric].to_numpy(float), runs["rep"].astype(int).to_numpy()
 
 
 def floor(d: Path, metric: str, drift: bool, reps: list[int], trials: int) -> None:
     df = pd.read_csv(d / "dataset.csv")
     X = df[["H", "M", "C"]].to_numpy(float)
-    lay, r = _timed(d, metric, drift)
-    med = pd.Series(r).groupby(lay).transform("median").to_numpy()
-    rel = r / med
-    R = df["layout"].map(pd.Series(r).groupby(lay).median()).to_numpy(float)
+    lay, r, _ = _timed(d, metric)
+    if drift:
+        r = drift_corrected(lay, r)
+    medians = pd.Series(r).groupby(lay).median()
+    rel = r / medians[lay].to_numpy()
+    R = df["layout"].map(medians).to_numpy(float)
     truth = Mosmodel().fit(X, R).predict(X)
     observed = max_error(R, truth)
     cov = pd.Series(r).groupby(lay).agg(lambda x: x.std(ddof=1) / x.mean())
@@ -124,14 +125,11 @@ def floor(d: Path, metric: str, drift: bool, reps: list[int], trials: int) -> No
 
 def reps(d: Path, metric: str, counts: list[int]) -> None:
     df = pd.read_csv(d / "dataset.csv")
-    runs = pd.read_csv(d / "runs.csv")
-    runs = runs[runs["rep"] != "warmup"]
-    first = runs["rep"].astype(int).to_numpy()
+    lay, raw, rep = _timed(d, metric)
     ghz = json.loads((d / "summary.json").read_text())["ghz"]
-    for drift in (False, True):
-        lay, r = _timed(d, metric, drift)
+    for drift, r in ((False, raw), (True, drift_corrected(lay, raw))):
         for n in counts:
-            keep = first < n
+            keep = rep < n
             R = pd.Series(r[keep]).groupby(lay[keep]).median()
             x = df.assign(R_cycles=df["layout"].map(R) * ghz * 1e9)
             errs = {e["model"]: e for e in fit_models(x, 5, 0)[1]}
