@@ -697,6 +697,9 @@ impl<V: Variant> Core<V> {
                     end = p + 1;
                 }
             }
+            // The range's last instruction count, read by `count_range` after the range: the
+            // loops read only addresses and kinds, so it would be a host cache miss per range.
+            crate::host::prefetch_ptr(b.icount.as_ptr().wrapping_add(end).wrapping_sub(1));
             self.run(b, i, end, data)?;
             self.count_range(b, i, end);
             i = end;
