@@ -10,7 +10,8 @@ pub const EMPTY: u32 = u32::MAX;
 struct Block([u32; 16]);
 
 /// A cache level's tags with exact LRU or FIFO over at most 16 ways, in compact host rows: each
-/// set is a row of `lanes` (4, 8 or 16, the next of these at or above `ways`) u32 tags, the
+/// set is a row of `lanes` (1 for one way, else 4, 8 or 16, the next of these at or above
+/// `ways`) u32 tags, the
 /// quotients `line / sets` (the set index is implied by the row), in recency order: for LRU the
 /// most recently used way first, for FIFO the most recent fill first; empty ways (`EMPTY`)
 /// follow the valid ones. Lanes past `ways` are not part of the set (they hold what a miss
@@ -59,7 +60,11 @@ impl CacheRows {
 
     pub fn new(sets: usize, ways: usize, lru: bool) -> CacheRows {
         assert!((1..=16).contains(&ways) && sets > 0);
-        let lanes = if ways <= 4 {
+        // (A direct-mapped level's rows are one tag each: a 64 KiB level's 4096 sets take
+        // 16 KiB, which stays in the host's first-level cache, instead of 64 KiB of rows.)
+        let lanes = if ways == 1 {
+            1
+        } else if ways <= 4 {
             4
         } else if ways <= 8 {
             8
@@ -87,7 +92,7 @@ impl CacheRows {
         CacheRows { lanes, ways, way_bits, mem, masks }
     }
 
-    /// Lanes per row (4, 8 or 16).
+    /// Lanes per row (1, 4, 8 or 16).
     #[inline(always)]
     pub fn lanes(&self) -> usize {
         self.lanes
@@ -126,9 +131,8 @@ impl CacheRows {
         self.ways
     }
 
-    /// [`CacheRows::probe`] of a one-way row (a direct-mapped level): the set's tag is lane 0; a
-    /// miss puts `tag` there. (The lanes past lane 0 are not part of the set and nothing reads
-    /// them, so they are left as they are: the row's set is the same as after `probe`.)
+    /// The probe of a one-way row (a direct-mapped level, whose rows have one lane): a hit if
+    /// the row holds `tag`; a miss puts `tag` there.
     ///
     /// # Safety
     /// `self.ways == 1`, and `off` is `4 * lanes` times a set index below the set count.
@@ -262,6 +266,7 @@ mod tests {
         let hit = unsafe {
             let row = (r.mem.as_mut_ptr() as *mut u8).add(off) as *mut u32;
             match (r.lanes, scalar) {
+                (1, _) => r.probe_one_way(off, tag),
                 (16, false) => r.probe::<16>(off, tag),
                 (8, false) => r.probe::<8>(off, tag),
                 (4, false) => r.probe::<4>(off, tag),

@@ -9,7 +9,7 @@ use crate::config::CacheConfig;
 pub struct Cache {
     pub name: String,
     pub latency: u64,
-    /// Lanes per compact row (4, 8 or 16) when a probe locates its row with a shift and a mask
+    /// Lanes per compact row (1, 4, 8 or 16) when a probe locates its row with a shift and a mask
     /// (compact rows, a power-of-two set count, a line at least as large as a row); 0 sends
     /// probes to [`Cache::probe_slow`].
     fast: u32,
@@ -69,13 +69,15 @@ impl Cache {
         // Compiled for each row width, so that the tag compare and the update are a few vector
         // instructions. (Bit tests, most frequent first: LLVM turns `==` chains and `match`
         // into a compare tree in its own order, or a jump table, an indirect branch.)
-        // SAFETY (all three): the level is fast with that many lanes (`fast` is 0, 4, 8 or 16).
+        // SAFETY (all four): the level is fast with that many lanes (`fast` is 0, 1, 4, 8 or 16).
         if self.fast & 8 != 0 {
             unsafe { self.probe_as(8, pa) }
         } else if self.fast & 16 != 0 {
             unsafe { self.probe_as(16, pa) }
         } else if self.fast & 4 != 0 {
             unsafe { self.probe_as(4, pa) }
+        } else if self.fast & 1 != 0 {
+            unsafe { self.probe_as(1, pa) }
         } else {
             self.probe_slow(pa)
         }
@@ -132,10 +134,11 @@ impl Cache {
         // is the start of one of the `sets` rows of `rows` (`Rows::probe`'s contract).
         unsafe {
             match lanes {
+                1 => self.rows.probe_one_way(off, tag),
                 4 => self.rows.probe::<4>(off, tag),
                 8 => self.rows.probe::<8>(off, tag),
                 16 => self.rows.probe::<16>(off, tag),
-                _ => unreachable!("fast levels have 4, 8 or 16 lanes"),
+                _ => unreachable!("fast levels have 1, 4, 8 or 16 lanes"),
             }
         }
     }
@@ -181,6 +184,7 @@ impl Cache {
         let off = set as usize * 4 * self.rows.lanes();
         // SAFETY (all three): `off` is the start of row `set < sets`.
         match self.rows.lanes() {
+            1 => unsafe { self.rows.probe_one_way(off, tag as u32) },
             16 => unsafe { self.rows.probe::<16>(off, tag as u32) },
             8 => unsafe { self.rows.probe::<8>(off, tag as u32) },
             _ => unsafe { self.rows.probe::<4>(off, tag as u32) },
