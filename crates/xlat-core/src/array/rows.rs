@@ -44,6 +44,21 @@ pub struct CacheRows {
     masks: Vec<Block>,
 }
 
+/// [`CacheRows::probe_one_way`] of the rows whose first byte is `rows` ([`CacheRows::rows_ptr`]).
+///
+/// # Safety
+/// `rows` is the [`CacheRows::rows_ptr`] of one-way rows, and `off` is 4 times a set index
+/// below their set count.
+#[inline(always)]
+pub unsafe fn probe_one_way_at(rows: *mut u8, off: usize, tag: u32) -> bool {
+    // SAFETY: by the contract the row lies in the rows.
+    let lane0 = unsafe { &mut *(rows.add(off) as *mut u32) };
+    // (Stored on a hit too, unchanged: no branch on the outcome.)
+    let hit = *lane0 == tag;
+    *lane0 = tag;
+    hit
+}
+
 /// Compare-mask bits per lane of a row of `L` lanes (8 lanes: a mask of packed 16-bit lanes).
 const fn bits_per_lane<const L: usize>() -> usize {
     if L == 8 {
@@ -141,12 +156,15 @@ impl CacheRows {
         debug_assert!(
             self.ways == 1 && off.is_multiple_of(4 * self.lanes) && off + 4 * self.lanes <= self.mem.len() * 64
         );
-        // SAFETY: by the contract the row lies in `mem`.
-        let lane0 = unsafe { &mut *((self.mem.as_mut_ptr() as *mut u8).add(off) as *mut u32) };
-        // (Stored on a hit too, unchanged: no branch on the outcome.)
-        let hit = *lane0 == tag;
-        *lane0 = tag;
-        hit
+        // SAFETY: by the contract the row lies in the rows, `rows_ptr`.
+        unsafe { probe_one_way_at(self.rows_ptr(), off, tag) }
+    }
+
+    /// The rows' first byte, for a loop that probes a one-way level many times without going
+    /// through the level ([`probe_one_way_at`]); valid as long as the rows are (they are never
+    /// reallocated).
+    pub fn rows_ptr(&mut self) -> *mut u8 {
+        self.mem.as_mut_ptr() as *mut u8
     }
 
     /// Look `tag` up in the row at byte offset `off` and update the row; returns whether it hit.

@@ -143,31 +143,21 @@ impl Cache {
         }
     }
 
-    /// Whether the level is direct-mapped and fast: [`Cache::probe_one_way`] probes it.
+    /// Whether the level is direct-mapped and fast (its rows are one lane: a loop may probe them
+    /// with [`crate::array::rows::probe_one_way_at`], mem/direct.rs).
     pub(super) fn one_way(&self) -> bool {
         self.fast != 0 && self.rows.ways() == 1
     }
 
     /// A fast level's probe geometry: `(off_shift, tag_shift, off_mask)` (a loop that probes
-    /// many times keeps them in registers: [`Cache::probe_one_way`]).
+    /// many times keeps them in registers: mem/direct.rs).
     pub(super) fn geometry(&self) -> (u32, u32, u64) {
         (self.off_shift, self.tag_shift, self.off_mask)
     }
 
-    /// [`Cache::probe`] of a direct-mapped fast level whose [`Cache::geometry`] is `g`: one
-    /// compare of lane 0 (the same hits and the same set contents as `probe`).
-    ///
-    /// # Safety
-    /// The level is direct-mapped and fast ([`Cache::one_way`]), and `g` is its geometry.
-    #[inline(always)]
-    pub(super) unsafe fn probe_one_way(&mut self, g: (u32, u32, u64), pa: u64) -> bool {
-        debug_assert!(self.one_way() && g == self.geometry());
-        let off = ((pa >> g.0) & g.2) as usize;
-        let tag = (pa >> g.1) as u32;
-        debug_assert!(tag != EMPTY, "line beyond physical memory");
-        // SAFETY: a fast level's `off` is the start of one of its rows (see `probe_as`), and the
-        // level has one way.
-        unsafe { self.rows.probe_one_way(off, tag) }
+    /// The first byte of a fast level's rows ([`CacheRows::rows_ptr`]).
+    pub(super) fn rows_ptr(&mut self) -> *mut u8 {
+        self.rows.rows_ptr()
     }
 
     /// [`Cache::probe`] of the general array, or of compact rows with any set count.
