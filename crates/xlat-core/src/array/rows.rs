@@ -10,7 +10,8 @@ pub const EMPTY: u32 = u32::MAX;
 struct Block([u32; 16]);
 
 /// A cache level's tags with exact LRU or FIFO over at most 16 ways, in compact host rows: each
-/// set is a row of `lanes` (4, 8 or 16, the next of these at or above `ways`) u32 tags, the
+/// set is a row of `lanes` (1 for one way, else 4, 8 or 16, the next of these at or above
+/// `ways`) u32 tags, the
 /// quotients `line / sets` (the set index is implied by the row), in recency order: for LRU the
 /// most recently used way first, for FIFO the most recent fill first; empty ways (`EMPTY`)
 /// follow the valid ones. Lanes past `ways` are not part of the set (they hold what a miss
@@ -43,6 +44,21 @@ pub struct CacheRows {
     masks: Vec<Block>,
 }
 
+/// [`CacheRows::probe_one_way`] of the rows whose first byte is `rows` ([`CacheRows::rows_ptr`]).
+///
+/// # Safety
+/// `rows` is the [`CacheRows::rows_ptr`] of one-way rows, and `off` is 4 times a set index
+/// below their set count.
+#[inline(always)]
+pub unsafe fn probe_one_way_at(rows: *mut u8, off: usize, tag: u32) -> bool {
+    // SAFETY: by the contract the row lies in the rows.
+    let lane0 = unsafe { &mut *(rows.add(off) as *mut u32) };
+    // (Stored on a hit too, unchanged: no branch on the outcome.)
+    let hit = *lane0 == tag;
+    *lane0 = tag;
+    hit
+}
+
 /// Compare-mask bits per lane of a row of `L` lanes (8 lanes: a mask of packed 16-bit lanes).
 const fn bits_per_lane<const L: usize>() -> usize {
     if L == 8 {
@@ -59,7 +75,11 @@ impl CacheRows {
 
     pub fn new(sets: usize, ways: usize, lru: bool) -> CacheRows {
         assert!((1..=16).contains(&ways) && sets > 0);
-        let lanes = if ways <= 4 {
+        // (A direct-mapped level's rows are one tag each: a 64 KiB level's 4096 sets take
+        // 16 KiB, which stays in the host's first-level cache, instead of 64 KiB of rows.)
+        let lanes = if ways == 1 {
+            1
+        } else if ways <= 4 {
             4
         } else if ways <= 8 {
             8
@@ -87,7 +107,7 @@ impl CacheRows {
         CacheRows { lanes, ways, way_bits, mem, masks }
     }
 
-    /// Lanes per row (4, 8 or 16).
+    /// Lanes per row (1, 4, 8 or 16).
     #[inline(always)]
     pub fn lanes(&self) -> usize {
         self.lanes
@@ -126,9 +146,8 @@ impl CacheRows {
         self.ways
     }
 
-    /// [`CacheRows::probe`] of a one-way row (a direct-mapped level): the set's tag is lane 0; a
-    /// miss puts `tag` there. (The lanes past lane 0 are not part of the set and nothing reads
-    /// them, so they are left as they are: the row's set is the same as after `probe`.)
+    /// The probe of a one-way row (a direct-mapped level, whose rows have one lane): a hit if
+    /// the row holds `tag`; a miss puts `tag` there.
     ///
     /// # Safety
     /// `self.ways == 1`, and `off` is `4 * lanes` times a set index below the set count.
@@ -137,12 +156,15 @@ impl CacheRows {
         debug_assert!(
             self.ways == 1 && off.is_multiple_of(4 * self.lanes) && off + 4 * self.lanes <= self.mem.len() * 64
         );
-        // SAFETY: by the contract the row lies in `mem`.
-        let lane0 = unsafe { &mut *((self.mem.as_mut_ptr() as *mut u8).add(off) as *mut u32) };
-        // (Stored on a hit too, unchanged: no branch on the outcome.)
-        let hit = *lane0 == tag;
-        *lane0 = tag;
-        hit
+        // SAFETY: by the contract the row lies in the rows, `rows_ptr`.
+        unsafe { probe_one_way_at(self.rows_ptr(), off, tag) }
+    }
+
+    /// The rows' first byte, for a loop that probes a one-way level many times without going
+    /// through the level ([`probe_one_way_at`]); valid as long as the rows are (they are never
+    /// reallocated).
+    pub fn rows_ptr(&mut self) -> *mut u8 {
+        self.mem.as_mut_ptr() as *mut u8
     }
 
     /// Look `tag` up in the row at byte offset `off` and update the row; returns whether it hit.
@@ -262,6 +284,7 @@ mod tests {
         let hit = unsafe {
             let row = (r.mem.as_mut_ptr() as *mut u8).add(off) as *mut u32;
             match (r.lanes, scalar) {
+                (1, _) => r.probe_one_way(off, tag),
                 (16, false) => r.probe::<16>(off, tag),
                 (8, false) => r.probe::<8>(off, tag),
                 (4, false) => r.probe::<4>(off, tag),

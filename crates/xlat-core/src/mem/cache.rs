@@ -9,7 +9,7 @@ use crate::config::CacheConfig;
 pub struct Cache {
     pub name: String,
     pub latency: u64,
-    /// Lanes per compact row (4, 8 or 16) when a probe locates its row with a shift and a mask
+    /// Lanes per compact row (1, 4, 8 or 16) when a probe locates its row with a shift and a mask
     /// (compact rows, a power-of-two set count, a line at least as large as a row); 0 sends
     /// probes to [`Cache::probe_slow`].
     fast: u32,
@@ -69,13 +69,15 @@ impl Cache {
         // Compiled for each row width, so that the tag compare and the update are a few vector
         // instructions. (Bit tests, most frequent first: LLVM turns `==` chains and `match`
         // into a compare tree in its own order, or a jump table, an indirect branch.)
-        // SAFETY (all three): the level is fast with that many lanes (`fast` is 0, 4, 8 or 16).
+        // SAFETY (all four): the level is fast with that many lanes (`fast` is 0, 1, 4, 8 or 16).
         if self.fast & 8 != 0 {
             unsafe { self.probe_as(8, pa) }
         } else if self.fast & 16 != 0 {
             unsafe { self.probe_as(16, pa) }
         } else if self.fast & 4 != 0 {
             unsafe { self.probe_as(4, pa) }
+        } else if self.fast & 1 != 0 {
+            unsafe { self.probe_as(1, pa) }
         } else {
             self.probe_slow(pa)
         }
@@ -132,39 +134,30 @@ impl Cache {
         // is the start of one of the `sets` rows of `rows` (`Rows::probe`'s contract).
         unsafe {
             match lanes {
+                1 => self.rows.probe_one_way(off, tag),
                 4 => self.rows.probe::<4>(off, tag),
                 8 => self.rows.probe::<8>(off, tag),
                 16 => self.rows.probe::<16>(off, tag),
-                _ => unreachable!("fast levels have 4, 8 or 16 lanes"),
+                _ => unreachable!("fast levels have 1, 4, 8 or 16 lanes"),
             }
         }
     }
 
-    /// Whether the level is direct-mapped and fast: [`Cache::probe_one_way`] probes it.
+    /// Whether the level is direct-mapped and fast (its rows are one lane: a loop may probe them
+    /// with [`crate::array::rows::probe_one_way_at`], mem/direct.rs).
     pub(super) fn one_way(&self) -> bool {
         self.fast != 0 && self.rows.ways() == 1
     }
 
     /// A fast level's probe geometry: `(off_shift, tag_shift, off_mask)` (a loop that probes
-    /// many times keeps them in registers: [`Cache::probe_one_way`]).
+    /// many times keeps them in registers: mem/direct.rs).
     pub(super) fn geometry(&self) -> (u32, u32, u64) {
         (self.off_shift, self.tag_shift, self.off_mask)
     }
 
-    /// [`Cache::probe`] of a direct-mapped fast level whose [`Cache::geometry`] is `g`: one
-    /// compare of lane 0 (the same hits and the same set contents as `probe`).
-    ///
-    /// # Safety
-    /// The level is direct-mapped and fast ([`Cache::one_way`]), and `g` is its geometry.
-    #[inline(always)]
-    pub(super) unsafe fn probe_one_way(&mut self, g: (u32, u32, u64), pa: u64) -> bool {
-        debug_assert!(self.one_way() && g == self.geometry());
-        let off = ((pa >> g.0) & g.2) as usize;
-        let tag = (pa >> g.1) as u32;
-        debug_assert!(tag != EMPTY, "line beyond physical memory");
-        // SAFETY: a fast level's `off` is the start of one of its rows (see `probe_as`), and the
-        // level has one way.
-        unsafe { self.rows.probe_one_way(off, tag) }
+    /// The first byte of a fast level's rows ([`CacheRows::rows_ptr`]).
+    pub(super) fn rows_ptr(&mut self) -> *mut u8 {
+        self.rows.rows_ptr()
     }
 
     /// [`Cache::probe`] of the general array, or of compact rows with any set count.
@@ -181,6 +174,7 @@ impl Cache {
         let off = set as usize * 4 * self.rows.lanes();
         // SAFETY (all three): `off` is the start of row `set < sets`.
         match self.rows.lanes() {
+            1 => unsafe { self.rows.probe_one_way(off, tag as u32) },
             16 => unsafe { self.rows.probe::<16>(off, tag as u32) },
             8 => unsafe { self.rows.probe::<8>(off, tag as u32) },
             _ => unsafe { self.rows.probe::<4>(off, tag as u32) },

@@ -8,16 +8,29 @@
 
 use super::Caches;
 
-/// A direct-mapped first level as a loop probes it ([`Caches::direct`]): its geometry and its
-/// latencies, copied out so that they stay in registers across the loop's probes.
+/// A direct-mapped first level as a loop probes it ([`Caches::direct`]): its geometry, its
+/// rows' first byte and its latencies, copied out so that they stay in registers across the
+/// loop's probes (a probe reads no pointer of the caches first).
 /// (`Default`: a stand-in for loops compiled for other caches, which never probe with it.)
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct Direct {
     geometry: (u32, u32, u64),
+    rows: *mut u8,
     /// The latencies of a hit and of a miss.
     pub hit: u64,
     pub dram: u64,
 }
+
+impl Default for Direct {
+    fn default() -> Direct {
+        Direct { geometry: (0, 0, 0), rows: std::ptr::null_mut(), hit: 0, dram: 0 }
+    }
+}
+
+// SAFETY: `rows` points into the rows of the caches it was taken from, which move (and are
+// sent to another thread) only with the simulator that owns both them and the handler keeping
+// this copy; the rows are never reallocated.
+unsafe impl Send for Direct {}
 
 impl Caches {
     /// Whether the caches are exactly one direct-mapped level probed with a shift and a mask,
@@ -28,11 +41,13 @@ impl Caches {
     }
 
     /// The level of caches that [`Caches::is_direct`], else `None`.
-    pub fn direct(&self) -> Option<Direct> {
-        self.is_direct().then(|| {
-            let c = &self.levels[0];
-            Direct { geometry: c.geometry(), hit: c.latency, dram: self.dram_latency }
-        })
+    pub fn direct(&mut self) -> Option<Direct> {
+        if !self.is_direct() {
+            return None;
+        }
+        let dram = self.dram_latency;
+        let c = &mut self.levels[0];
+        Some(Direct { geometry: c.geometry(), rows: c.rows_ptr(), hit: c.latency, dram })
     }
 
     /// [`Caches::access`] of `pa` from the first level, `d` being [`Caches::direct`]: uncounted
@@ -44,9 +59,14 @@ impl Caches {
     #[inline(always)]
     pub unsafe fn probe_direct(&mut self, d: &Direct, pa: u64) -> bool {
         debug_assert!(self.is_direct());
+        debug_assert!(d.rows == self.levels[0].rows_ptr() && d.geometry == self.levels[0].geometry());
+        let g = d.geometry;
+        let off = ((pa >> g.0) & g.2) as usize;
+        let tag = (pa >> g.1) as u32;
+        debug_assert!(tag != crate::array::rows::EMPTY, "line beyond physical memory");
         // SAFETY: the caller's contract: the one level is direct-mapped and fast, of geometry
-        // `d.geometry`.
-        unsafe { self.levels.get_unchecked_mut(0).probe_one_way(d.geometry, pa) }
+        // `d.geometry` and rows `d.rows`, so `off` is a set's row.
+        unsafe { crate::array::rows::probe_one_way_at(d.rows, off, tag) }
     }
 
     /// Count `n` accesses (page-walk loads if `walk`) made from level `from` that hit level

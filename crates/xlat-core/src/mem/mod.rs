@@ -52,7 +52,7 @@ pub struct Caches {
     walk_classes: u32,
 }
 
-/// Three fast levels' lanes (4, 8 or 16 each) in one word (never 0).
+/// Three fast levels' lanes (1, 4, 8 or 16 each) in one word (never 0).
 pub const fn pack_classes(lanes: [u32; 3]) -> u32 {
     lanes[0] | lanes[1] << 8 | lanes[2] << 16
 }

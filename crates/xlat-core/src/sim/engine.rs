@@ -562,34 +562,16 @@ impl<V: Variant> Core<V> {
         self.handler.prefetch(&self.os, &self.caches, va & self.va_mask);
     }
 
-    /// Count the accesses `lo..hi` of `b`: by kind, as first-level lookups per role, and the
-    /// threads' instructions.
-    fn count_range(&mut self, b: &Batch, lo: usize, hi: usize) {
+    /// Count the accesses `lo..hi` of `b` and the threads' instructions (their kinds are counted
+    /// by [`Core::count_kinds`], over many ranges at once); `one_thread`: every access of `b` is
+    /// of one thread ([`one_thread_in`]).
+    fn count_range(&mut self, b: &Batch, lo: usize, hi: usize, one_thread: bool) {
         if lo == hi {
             return;
         }
         self.accesses += (hi - lo) as u64;
-        // Branch-free counts: loads, ifetches (kind 2), stores the rest (kinds are 0, 1 or 2:
-        // the trace readers reject others). Byte counters over chunks of 255 vectorise to byte
-        // adds (64-bit counters would widen every byte).
-        let (mut n0, mut n2) = (0u64, 0u64);
-        for chunk in b.kind[lo..hi].chunks(255) {
-            let (mut c0, mut c2) = (0u8, 0u8);
-            for &k in chunk {
-                c0 += (k == 0) as u8;
-                c2 += (k == 2) as u8;
-            }
-            n0 += c0 as u64;
-            n2 += c2 as u64;
-        }
-        let kinds = [n0, (hi - lo) as u64 - n0 - n2, n2];
-        for (a, k) in self.by_kind.iter_mut().zip(kinds) {
-            *a += k;
-        }
-        self.mmu.count_lookups([kinds[0] + kinds[1], kinds[2]]);
         let t0 = b.tid[lo];
-        // A fold, not `all`: no early exit, so it vectorises (almost every range is one thread).
-        if b.tid[lo..hi].iter().fold(true, |same, &t| same & (t == t0)) {
+        if one_thread || one_thread_in(&b.tid[lo..hi]) {
             // The first count seeds the thread's baseline if the thread is new.
             self.set_icount(t0, b.icount[lo]);
             self.set_icount(t0, b.icount[hi - 1]);
@@ -598,6 +580,35 @@ impl<V: Variant> Core<V> {
                 self.set_icount(b.tid[i], b.icount[i]);
             }
         }
+    }
+
+    /// Count the accesses `*from..to` of `b` by kind and as first-level lookups per role, and
+    /// move `*from` to `to`. A batch counts its ranges' kinds together, at its end or before
+    /// anything reads the counts within it (a sample, an epoch controller): a range is tens of
+    /// accesses, which a vector loop would run mostly in its scalar tail.
+    fn count_kinds(&mut self, b: &Batch, from: &mut usize, to: usize) {
+        let lo = std::mem::replace(from, to);
+        if lo >= to {
+            return;
+        }
+        // Branch-free counts: loads, ifetches (kind 2), stores the rest (kinds are 0, 1 or 2:
+        // the trace readers reject others). Byte counters over chunks of 255 vectorise to byte
+        // adds (64-bit counters would widen every byte).
+        let (mut n0, mut n2) = (0u64, 0u64);
+        for chunk in b.kind[lo..to].chunks(255) {
+            let (mut c0, mut c2) = (0u8, 0u8);
+            for &k in chunk {
+                c0 += (k == 0) as u8;
+                c2 += (k == 2) as u8;
+            }
+            n0 += c0 as u64;
+            n2 += c2 as u64;
+        }
+        let kinds = [n0, (to - lo) as u64 - n0 - n2, n2];
+        for (a, k) in self.by_kind.iter_mut().zip(kinds) {
+            *a += k;
+        }
+        self.mmu.count_lookups([kinds[0] + kinds[1], kinds[2]]);
     }
 
     /// Instructions are counted from each thread's first access in the trace, not from 0: a
@@ -667,7 +678,19 @@ impl<V: Variant> Core<V> {
     /// Simulate one batch: accesses in order, side events before the access they precede,
     /// ranges cut where an epoch (or a sample) ends.
     pub(crate) fn batch(&mut self, b: &Batch) -> Result<(), SimError> {
+        // The accesses simulated (`..done`) and those of them counted by kind (`..kinds`).
+        let (mut done, mut kinds) = (0, 0);
+        let r = self.ranges(b, &mut done, &mut kinds);
+        self.count_kinds(b, &mut kinds, done);
+        r
+    }
+
+    /// [`Core::batch`]'s ranges; `done`: the end of the last range simulated; `kinds`: where
+    /// the counts by kind stand ([`Core::count_kinds`]).
+    fn ranges(&mut self, b: &Batch, done: &mut usize, kinds: &mut usize) -> Result<(), SimError> {
         let n = b.len();
+        // (Asked once of the whole batch, not of each range: a range is tens of accesses.)
+        let one_thread = one_thread_in(&b.tid);
         let data = self.cfg.sim.data_through_caches;
         let mut i = 0;
         let mut si = 0;
@@ -697,10 +720,14 @@ impl<V: Variant> Core<V> {
                     end = p + 1;
                 }
             }
+            // The range's last instruction count, read by `count_range` after the range: the
+            // loops read only addresses and kinds, so it would be a host cache miss per range.
+            crate::host::prefetch_ptr(b.icount.as_ptr().wrapping_add(end).wrapping_sub(1));
             self.run(b, i, end, data)?;
-            self.count_range(b, i, end);
+            self.count_range(b, i, end, one_thread);
             i = end;
-            self.end_of_range()?;
+            *done = end;
+            self.end_of_range(b, kinds, end)?;
         }
         Ok(())
     }
@@ -730,13 +757,17 @@ impl<V: Variant> Core<V> {
         r
     }
 
-    /// After a range: take the sample and run the epoch controllers that are due.
-    fn end_of_range(&mut self) -> Result<(), SimError> {
+    /// After a range ending at access `at` of `b`: take the sample and run the epoch controllers
+    /// that are due, with the accesses counted by kind up to `at` first (`kinds`:
+    /// [`Core::count_kinds`]).
+    fn end_of_range(&mut self, b: &Batch, kinds: &mut usize, at: usize) -> Result<(), SimError> {
         if self.epochs.sample_due(self.accesses, self.instructions) {
+            self.count_kinds(b, kinds, at);
             self.sample();
         }
         for i in 0..self.epochs.slots.len() {
             for _ in 0..self.epochs.due(i, self.accesses, self.instructions) {
+                self.count_kinds(b, kinds, at);
                 let slot = &mut self.epochs.slots[i];
                 slot.epochs += 1;
                 let mut cx = EpochCx {
@@ -776,4 +807,10 @@ impl<V: Variant> Core<V> {
         debug_assert_eq!(v.0.len(), self.sample_order.len(), "the counters are the same at every sample");
         self.series.push(self.sample_order.iter().map(|&i| v.0[i]).collect());
     }
+}
+
+/// Whether the thread ids `tid` are all the same (a fold, not `all`: no early exit, so it
+/// vectorises; almost every batch and range is one thread's).
+fn one_thread_in(tid: &[u32]) -> bool {
+    tid.first().is_none_or(|&t0| tid.iter().fold(true, |same, &t| same & (t == t0)))
 }
