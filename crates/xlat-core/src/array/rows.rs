@@ -11,11 +11,11 @@ struct Block([u32; 16]);
 
 /// A cache level's tags with exact LRU or FIFO over at most 16 ways, in compact host rows: each
 /// set is a row of `lanes` (1 for one way, else 4, 8 or 16, the next of these at or above
-/// `ways`) u32 tags, the
-/// quotients `line / sets` (the set index is implied by the row), in recency order: for LRU the
-/// most recently used way first, for FIFO the most recent fill first; empty ways (`EMPTY`)
-/// follow the valid ones. Lanes past `ways` are not part of the set (they hold what a miss
-/// pushed out of the last way, and a probe ignores them). A row is aligned to its size, so an
+/// `ways`) u32 tags, the quotients `line / sets` (the set index is implied by the row), in
+/// recency order: for LRU the most recently used way first, for FIFO the most recent fill first;
+/// empty ways (`EMPTY`) follow the valid ones. Lanes past `ways` are not part of the set (they
+/// hold what a miss pushed out of the last way, and a probe ignores them). A row is aligned to
+/// its size, so an
 /// 8 MiB 16-way LLC row is exactly one host cache line (64 bytes instead of 16 u64 tags and 16
 /// u64 stamps, 256 bytes), and the 4-way rows of a 256 KiB L2 are 16 bytes.
 ///
