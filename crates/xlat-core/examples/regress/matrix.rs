@@ -3,6 +3,11 @@
 //! cache) x data accesses through the caches (off, on), 864 cases. Shared by the `regress`
 //! example (`scripts/sim-regress.sh`: the full result JSON, to diff two commits) and the
 //! `regress` test (the digests in `tests/data/regress-digests.txt`, in `make test`).
+//!
+//! The design matrix ([`design_cases`]): every configuration under `configs/{rmm,lite,mach,rainbow}`
+//! plus PRISM, HSCC counting at the memory controller and the software walker, on the same six workloads, each
+//! case's loop copy recorded beside its digest (`tests/data/design-digests.txt`): the designs'
+//! whole results frozen, so that moving a design between loop copies or rooms shows.
 
 use xlat_core::layout::Layout;
 use xlat_core::{presets, sim, Config};
@@ -73,6 +78,111 @@ pub fn cases(only: &str) -> Vec<Case> {
         }
     }
     out
+}
+
+/// The design directories under `configs/` whose every file is a case of the design matrix.
+pub const DESIGN_DIRS: &[&str] = &["rmm", "lite", "mach", "rainbow"];
+
+/// A small MIPS-like machine with the software walker (the general loop's handler).
+const SOFTWARE: &str = r#"
+name = "software-walker"
+[memory]
+size = "16GiB"
+dram_latency = 100
+[[tlb]]
+name = "tlb"
+level = 1
+role = "unified"
+entries = 64
+ways = 64
+page_sizes = ["4KB"]
+[[cache]]
+name = "L1"
+size = "64KiB"
+ways = 4
+latency = 2
+[walker]
+kind = "software"
+"#;
+
+/// The configurations of the design matrix: (label, what, TOML text, `--set` overrides).
+pub fn design_configs() -> Vec<(String, String, String, Vec<String>)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut out = Vec::new();
+    for dir in DESIGN_DIRS {
+        let mut files: Vec<_> = std::fs::read_dir(root.join("configs").join(dir))
+            .expect("configs dir")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        files.sort();
+        for f in files {
+            let label = format!("{dir}/{}", f.file_name().expect("name").to_string_lossy());
+            let text = std::fs::read_to_string(&f).expect("config");
+            out.push((label.clone(), label, text, Vec::new()));
+        }
+    }
+    let file = |p: &str| std::fs::read_to_string(root.join(p)).expect("config");
+    let prism = |more: &[&str]| -> Vec<String> {
+        ["os.metadata=registry", "prism.enabled=true"].iter().chain(more).map(|s| s.to_string()).collect()
+    };
+    let skylake = xlat_core::presets::get("skylake").expect("preset").to_string();
+    out.push(("prism/skylake-thp".into(), "skylake".into(), skylake.clone(), prism(&["os.policy=thp"])));
+    out.push((
+        "prism/skylake-thp-8-0".into(),
+        "skylake".into(),
+        skylake,
+        prism(&["os.policy=thp", "prism.access_bits=8", "prism.dirty_bits=0"]),
+    ));
+    out.push(("prism/rmm".into(), "configs/rmm/rmm.toml".into(), file("configs/rmm/rmm.toml"), prism(&[])));
+    out.push((
+        "hscc/4kb-memory-counting".into(),
+        "configs/rainbow/hscc-4kb.toml".into(),
+        file("configs/rainbow/hscc-4kb.toml"),
+        vec!["hybrid.counting=memory".into()],
+    ));
+    out.push(("software/walker".into(), "software".into(), SOFTWARE.into(), Vec::new()));
+    out
+}
+
+/// Every case of the design matrix for the workloads whose spec contains `only`: the name is
+/// `=== SPEC CONFIG`.
+pub fn design_cases(only: &str) -> Vec<Case> {
+    let configs = design_configs();
+    let mut out = Vec::new();
+    for (w, spec) in WORKLOADS.iter().enumerate() {
+        if !spec.contains(only) {
+            continue;
+        }
+        for (label, what, text, sets) in &configs {
+            out.push(Case {
+                name: format!("=== {spec} {label}"),
+                workload: w,
+                config: Config::build(what, text, sets, None).map_err(|e| e.to_string()),
+            });
+        }
+    }
+    out
+}
+
+/// What a design case gives: the loop copy it runs (`rejected` when the configuration or the
+/// simulator refused it) and its result JSON (or the sentence that refused it).
+pub fn run_design(case: &Case, batches: &[Batch]) -> (String, String) {
+    let cfg = match &case.config {
+        Ok(c) => c,
+        Err(e) => return ("rejected".into(), format!("rejected: {e}")),
+    };
+    let mut s = match sim::Simulator::new(cfg) {
+        Ok(s) => s,
+        Err(e) => return ("rejected".into(), format!("rejected: {e}")),
+    };
+    for b in batches {
+        if let Err(e) = s.batch(b) {
+            return (s.variant().into(), format!("error: {e}"));
+        }
+    }
+    s.check_invariants().expect("invariants");
+    (s.variant().into(), s.result(WORKLOADS[case.workload]).to_json())
 }
 
 /// The batches of workload `spec`, decoded once (every configuration simulates the same ones).
