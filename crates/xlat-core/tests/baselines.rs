@@ -8,7 +8,7 @@ use xlat_core::stats::{Counters, Sink};
 use xlat_core::Simulator;
 use xlat_trace::{Access, AccessKind, Batch, SideBody, Syscall, SyscallKind};
 
-mod common;
+use crate::common;
 use common::{mixed_trace, mmap, preset, run, ANON};
 
 const BASE: u64 = 0x7000_0000_0000;

@@ -1,7 +1,7 @@
 //! `sim.contiguity`: the ranges the OS could form at the end of a run (RMM, seed 000 Tables
 //! 4.2 and 4.7), on mappings whose frames follow from the order of the faults.
 
-mod common;
+use crate::common;
 use common::{mmap, preset, run, ANON};
 use xlat_core::config::Config;
 use xlat_core::os::Contiguity;

@@ -6,7 +6,7 @@ use xlat_core::config::Config;
 use xlat_core::Simulator;
 use xlat_trace::{Access, AccessKind, Batch};
 
-mod common;
+use crate::common;
 use common::{mmap, run, ANON};
 
 const BASE: u64 = 0x7000_0000_0000;

@@ -10,7 +10,7 @@ use xlat_core::config::Config;
 use xlat_core::Simulator;
 use xlat_trace::{Access, AccessKind, Batch, Marker, SideBody};
 
-mod common;
+use crate::common;
 use common::run;
 
 /// kseg2 (mapped kernel data) and kseg0 (unmapped), as a trace writes them.

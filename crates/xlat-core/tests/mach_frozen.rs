@@ -5,7 +5,7 @@
 //! that alters a count on purpose says why in its commit and blesses:
 //!
 //! ```sh
-//! XLAT_MACH_BLESS=1 cargo test --release -p xlat-core --test mach_frozen
+//! XLAT_MACH_BLESS=1 cargo test --release -p xlat-core --test integration mach_frozen::
 //! ```
 
 use xlat_core::config::Config;
@@ -77,7 +77,7 @@ fn the_mach_machine_gives_the_checked_in_counts() {
         differ.is_empty() && got.lines().count() == want.lines().count(),
         "the Mach machine's counts moved ({} lines, {} checked in); first differences:\n{}\n\
          If the change is meant, say why in the commit and bless: XLAT_MACH_BLESS=1 cargo test --release \
-         -p xlat-core --test mach_frozen",
+         -p xlat-core --test integration mach_frozen::",
         got.lines().count(),
         want.lines().count(),
         differ.join("\n")

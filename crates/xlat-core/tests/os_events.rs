@@ -11,7 +11,7 @@
 //! about a second in all with `--release`. To debug a failing seed:
 //! `XLAT_FUZZ_SEED=N XLAT_FUZZ_DEBUG=1` (one event per batch, printed).
 
-mod common;
+use crate::common;
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;

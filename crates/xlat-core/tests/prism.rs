@@ -8,7 +8,7 @@ use xlat_core::mmu::prism::{Mre, PdeBits, Prism};
 use xlat_core::Simulator;
 use xlat_trace::{Access, AccessKind, Batch};
 
-mod common;
+use crate::common;
 use common::{mixed_trace, mmap, preset, run, ANON, G};
 
 const HUGETLB_2M: u64 = ANON | 0x40000 | (21 << 26);

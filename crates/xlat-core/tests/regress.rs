@@ -8,7 +8,7 @@
 //! commit and updates the digests on purpose:
 //!
 //! ```sh
-//! XLAT_REGRESS_BLESS=1 cargo test --release -p xlat-core --test regress
+//! XLAT_REGRESS_BLESS=1 cargo test --release -p xlat-core --test integration regress::
 //! scripts/sim-regress.sh BASE     # the full JSON of every case against a base commit, diffed
 //! ```
 
@@ -66,7 +66,7 @@ fn digests(
 
 /// Compare `got` with the digest file `file` (lines `DIGEST NAME`, the loop copy at the end of
 /// the name where recorded), or write it when `XLAT_REGRESS_BLESS` is set.
-fn check(file: &str, got: &[(String, String, String)], test: &str) {
+fn check(file: &str, got: &[(String, String, String)]) {
     let line = |(name, copy, d): &(String, String, String)| {
         if copy.is_empty() {
             format!("{d} {name}\n")
@@ -83,13 +83,19 @@ fn check(file: &str, got: &[(String, String, String)], test: &str) {
     let want = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file}: {e}"));
     let want: Vec<&str> = want.lines().collect();
     let got: Vec<String> = text.lines().map(str::to_string).collect();
-    assert_eq!(want.len(), got.len(), "{file} lists another matrix ({} cases, the matrix has {})", want.len(), got.len());
+    assert_eq!(
+        want.len(),
+        got.len(),
+        "{file} lists another matrix ({} cases, the matrix has {})",
+        want.len(),
+        got.len()
+    );
     let differ: Vec<&str> = got.iter().zip(&want).filter(|(g, w)| g != *w).map(|(g, _)| &g[65..]).collect();
     assert!(
         differ.is_empty(),
         "{} of {} cases give other results (or run another loop copy) than the checked-in digests, first: {}\n\
          If the change is meant, say why in the commit and bless: XLAT_REGRESS_BLESS=1 cargo test --release \
-         -p xlat-core --test {test}; to see what changed: scripts/sim-regress.sh BASE_COMMIT",
+         -p xlat-core --test integration regress::; to see what changed: scripts/sim-regress.sh BASE_COMMIT",
         differ.len(),
         got.len(),
         differ.iter().take(5).copied().collect::<Vec<_>>().join("; ")
@@ -101,7 +107,7 @@ fn the_regression_matrix_gives_the_checked_in_digests() {
     let cases = matrix::cases("");
     assert_eq!(cases.len(), 864, "the matrix has 864 cases");
     let got = digests(&cases, |c, b| (String::new(), matrix::run(c, b)));
-    check(DIGESTS, &got, "regress");
+    check(DIGESTS, &got);
 }
 
 #[test]
@@ -115,5 +121,5 @@ fn the_design_matrix_gives_the_checked_in_digests_and_loop_copies() {
             "{label} runs on no workload of the design matrix"
         );
     }
-    check(DESIGN_DIGESTS, &got, "regress");
+    check(DESIGN_DIGESTS, &got);
 }

@@ -11,7 +11,7 @@ use xlat_core::stats::{Counters, Sink};
 use xlat_core::{presets, Simulator};
 use xlat_trace::{Access, AccessKind, Batch, Marker, SideBody};
 
-mod common;
+use crate::common;
 use common::{mixed_trace, mmap, preset, run, ANON};
 
 /// An observer that counts what it sees.

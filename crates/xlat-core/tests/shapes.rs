@@ -4,7 +4,7 @@
 use xlat_core::config::Config;
 use xlat_core::{presets, Simulator};
 
-mod common;
+use crate::common;
 use common::{mixed_trace, preset, G};
 
 #[test]

@@ -1,0 +1,8 @@
+//! The integration tests of xlat-trace, one binary (one link, not one per file): each file below is
+//! a module; `cargo test --release -p xlat-trace --test integration NAME::` runs one file's tests.
+
+mod blocks;
+mod format;
+mod info;
+mod invariants;
+mod text_end;
