@@ -16,7 +16,9 @@
 
 pub mod analysis;
 pub mod array;
+pub mod assembly;
 pub mod config;
+pub mod designs;
 pub mod host;
 pub mod mem;
 pub mod mmu;

@@ -214,12 +214,18 @@ fn the_prism_loop_and_the_mre_memo_change_no_count() {
         assert_eq!(fast.variant(), "prism");
         let (_, fast) = run(fast, &batches);
         assert!(fast["prism.mre_loads"] >= 32, "{}", fast["prism.mre_loads"]);
-        // The general loop, with the memo, and without it (every walk's MRE found the slow way).
-        let general = Simulator::with_observer(&cfg, Prism::new(&cfg)).expect("simulator");
+        // The general loop, with the memo, and without it (every walk's MRE found the slow way):
+        // PRISM passed as the caller's observer, so not also the configuration's (the observer
+        // seam takes one; the two together are refused).
+        let e = Simulator::with_observer(&cfg, Prism::new(&cfg)).err().expect("two observers");
+        assert!(e.to_string().contains("[prism] and an access observer cannot run together"), "{e}");
+        let mut without = cfg.clone();
+        without.prism.as_mut().expect("prism").enabled = false;
+        let general = Simulator::with_observer(&without, Prism::new(&cfg)).expect("simulator");
         assert_eq!(general.variant(), "general");
         let (_, general) = run(general, &batches);
         assert_eq!(fast, general, "{sets:?}");
-        let slow = Simulator::with_observer(&cfg, Prism::new(&cfg).without_memo()).expect("simulator");
+        let slow = Simulator::with_observer(&without, Prism::new(&cfg).without_memo()).expect("simulator");
         let (_, slow) = run(slow, &batches);
         assert_eq!(fast, slow, "{sets:?}");
     }

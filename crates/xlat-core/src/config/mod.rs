@@ -169,60 +169,12 @@ pub struct Config {
 }
 
 impl Config {
-    /// Parse and validate configuration text; `what` names it in errors (a path or preset).
-    pub fn from_toml(what: &str, text: &str, sets: &[String]) -> Result<Config> {
-        Self::build(what, text, sets, None)
-    }
-
-    /// Parse `text`, apply the `--set` overrides, attach a mosaic `layout` (which selects
-    /// `os.policy = "mosaic"`), then validate.
-    pub fn build(what: &str, text: &str, sets: &[String], layout: Option<Layout>) -> Result<Config> {
-        let mut table = parse_toml(what, text)?;
-        for s in sets {
-            apply_set(&mut table, s)?;
-        }
-        // A [layout] table goes through the layout parser, not serde: the same rules and sentences.
-        let inline = match table.remove("layout") {
-            None => None,
-            Some(toml::Value::Table(t)) => Some(Layout::from_table(&format!("{what} [layout]"), &t)?),
-            Some(_) => return err(format!("{what}: layout must be a table (a mosaic layout).")),
-        };
-        let memory = table.get("memory").and_then(|m| m.as_table());
-        let has = |k: &str| memory.is_some_and(|m| m.contains_key(k));
-        let (both, size_given) = (has("kinds") && has("dram_latency"), has("size"));
-        let mut cfg: Config = from_value(what, toml::Value::Table(table))?;
-        cfg.layout = inline;
-        if both {
-            return err(format!(
-                "config '{}': give memory.dram_latency or memory.kinds, not both (with kinds, each kind's read_latency applies).",
-                cfg.name
-            ));
-        }
-        if let Some(first) = cfg.memory.kinds.first() {
-            cfg.memory.dram_latency = first.read_latency;
-            if !size_given {
-                cfg.memory.size = Size(cfg.memory.kinds.iter().fold(0u64, |a, k| a.saturating_add(k.size.0)));
-            }
-        }
-        if let Some(l) = layout {
-            cfg.layout = Some(l);
-            cfg.os.policy = Policy::Mosaic;
-        }
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
     /// What `[mach]` cannot run with, one sentence each.
     fn validate_mach(&self) -> Result<()> {
         let c = &self.name;
         let others = [
             (!self.tlb.is_empty(), "[[tlb]] entries (the machine's TLB is mach.entries)"),
             (!self.psc.is_empty(), "[[psc]] entries"),
-            (!self.range_tlb.is_empty(), "[[range_tlb]] entries"),
-            (self.cluster_tlb.is_some() || self.direct_segment.is_some(), "section 4.8's baselines"),
-            (self.prism.is_some() || self.lite.is_some(), "[prism] or [lite]"),
-            (self.walker.kind != WalkerKind::Radix, "walker.kind (its handlers are mach.*)"),
-            (!self.memory.kinds.is_empty(), "memory.kinds (it runs on one DRAM)"),
             (!self.os.asid, "os.asid = false (its TLB entries are tagged with address spaces)"),
             (self.os.levels != 4, "os.levels = 5 (user addresses lie below 2^47)"),
         ];
@@ -232,8 +184,10 @@ impl Config {
         Ok(())
     }
 
-    /// Check every rule that serde's types do not; one sentence naming the component and field.
-    pub fn validate(&self) -> Result<()> {
+    /// Check every section's rules that serde's types do not; one sentence naming the
+    /// component and field. (`Config::validate`, in the assembly room, checks these and then
+    /// that the designs run together.)
+    pub fn validate_sections(&self) -> Result<()> {
         let c = &self.name;
         if !(4..=5).contains(&self.os.levels) {
             return err(format!("config '{c}': os.levels = {} must be 4 or 5.", self.os.levels));

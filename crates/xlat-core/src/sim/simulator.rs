@@ -6,8 +6,12 @@ use super::epoch::EpochController;
 use super::observer::{AccessObserver, NoObserver};
 use super::result::SimResult;
 use super::shape;
+use super::tlbcount::TlbCounts;
+use crate::assembly::{self, Copy};
 use crate::config::{Config, WalkerKind};
-use crate::mem::backend::{AnyBackend, Dram};
+use crate::designs::Observer;
+use crate::mem::backend::Dram;
+use crate::mmu::prism::Prism;
 use crate::mmu::walker::{AnyHandler, RadixWalker, SoftwareHandler};
 use crate::os::{Os, SimError};
 use std::collections::BTreeMap;
@@ -92,102 +96,66 @@ pub struct Simulator {
 }
 
 impl Simulator {
-    /// The simulator of `cfg`: the plain loop when the configuration has nothing else (the
-    /// radix walker, one DRAM, page TLBs only), else the general one.
+    /// The simulator of `cfg`: the copy of the loop the assembly room's plan picks for the
+    /// claims of its designs (`crate::assembly`), each part built from its own section, and
+    /// the designs' epoch controllers.
     pub fn new(cfg: &Config) -> Result<Simulator, Error> {
         cfg.validate()?;
         // Before anything is allocated: refuse what does not fit in the host's memory.
         crate::config::footprint::check_host_memory(cfg, crate::config::footprint::mem_available())?;
-        if cfg.prism().is_some() && cfg.lite.is_some() {
-            crate::config::err(format!("config '{}': [lite] and [prism] cannot run together yet.", cfg.name))?;
-        }
-        if cfg.mach.is_some() && cfg.hybrid.is_some() {
-            crate::config::err(format!("config '{}': [mach] and [hybrid] cannot run together yet.", cfg.name))?;
-        }
-        let sim = if cfg.mach.is_some() {
-            let core = Core::<MachLoop>::new(cfg, crate::mmu::mach::MachHandler::new(cfg), Dram, NoObserver)?;
-            Simulator { engine: Box::new(core), variant: "mach" }
-        } else if let Some(h) = &cfg.hybrid {
-            if h.counting == crate::config::Counting::Tlb {
+        let plan = assembly::plan(cfg, false)?;
+        let sim = match (plan.copy, plan.observer) {
+            (Copy::Plain, _) => Self::radix::<Plain>(cfg, Copy::Plain, NoObserver)?,
+            (Copy::Staged, _) => Self::radix::<Staged>(cfg, Copy::Staged, NoObserver)?,
+            (Copy::Lite, _) => Self::radix::<LiteLoop>(cfg, Copy::Lite, NoObserver)?,
+            (Copy::Prism, _) => Self::radix::<PrismLoop>(cfg, Copy::Prism, Prism::new(cfg))?,
+            (Copy::Mach, _) => {
+                let core = Core::<MachLoop>::new(cfg, crate::mmu::mach::MachHandler::new(cfg), Dram, NoObserver)?;
+                Simulator { engine: Box::new(core), variant: Copy::Mach.name() }
+            }
+            (Copy::Hybrid | Copy::Rainbow, Observer::TlbCounts) => {
+                let h = cfg.hybrid.as_ref().expect("TLB counting is [hybrid]'s");
                 let group = if h.granularity == crate::config::Granularity::Page2M { 512 } else { 1 };
-                Self::hybrid(cfg, super::tlbcount::TlbCounts::new((cfg.memory.size.0 >> 12) as usize, group))?
-            } else {
-                Self::hybrid(cfg, NoObserver)?
+                Self::hybrid(cfg, plan.copy, TlbCounts::new((cfg.memory.size.0 >> 12) as usize, group))?
             }
-        } else if cfg.prism().is_some() && Self::is_plain(cfg) {
-            // PRISM on the plain configuration: the plain loop with its structure as the observer.
-            let core = Core::<PrismLoop>::new(cfg, RadixWalker::new(cfg), Dram, crate::mmu::prism::Prism::new(cfg))?;
-            Simulator { engine: Box::new(core), variant: "prism" }
-        } else if cfg.prism().is_some() {
-            // PRISM with other structures: the general loop with it as the access observer.
-            Self::general(cfg, crate::mmu::prism::Prism::new(cfg))?
-        } else if cfg.lite.is_some() {
-            if !Self::is_staged(cfg) {
-                crate::config::err(format!(
-                    "config '{}': [lite] needs a single DRAM memory (no memory.kinds).",
-                    cfg.name
-                ))?;
-            }
-            let core = Core::<LiteLoop>::new(cfg, RadixWalker::new(cfg), Dram, NoObserver)?;
-            Simulator { engine: Box::new(core), variant: "lite" }
-        } else if Self::is_plain(cfg) {
-            let core = Core::<Plain>::new(cfg, RadixWalker::new(cfg), Dram, NoObserver)?;
-            Simulator { engine: Box::new(core), variant: "plain" }
-        } else if Self::is_staged(cfg) {
-            let core = Core::<Staged>::new(cfg, RadixWalker::new(cfg), Dram, NoObserver)?;
-            Simulator { engine: Box::new(core), variant: "staged" }
-        } else {
-            Self::general(cfg, NoObserver)?
+            (Copy::Hybrid | Copy::Rainbow, _) => Self::hybrid(cfg, plan.copy, NoObserver)?,
+            (Copy::General, Observer::Prism) => Self::general(cfg, Prism::new(cfg))?,
+            (Copy::General, _) => Self::general(cfg, NoObserver)?,
         };
-        sim.with_configured_controllers()
+        sim.with_controllers(&plan)
     }
 
-    /// Add the epoch controllers the configuration asks for (`sim.contiguity_every`).
-    fn with_configured_controllers(mut self) -> Result<Simulator, Error> {
-        if let Some(l) = &self.config().lite {
-            let c = super::lite::Lite::new(self.config(), l);
-            self.add_controller(Box::new(c)).map_err(Error::Invariant)?;
-        }
-        if let Some(h) = self.config().hybrid.clone() {
-            use crate::config::MigrationPolicy;
-            match h.migration {
-                MigrationPolicy::None => {}
-                MigrationPolicy::Utility => {
-                    self.add_controller(Box::new(super::hybrid::Migration::new(&h))).map_err(Error::Invariant)?
-                }
-                MigrationPolicy::Rainbow => self
-                    .add_controller(Box::new(super::rainbow::RainbowMigration::new(&h)))
-                    .map_err(Error::Invariant)?,
+    /// Add the epoch controllers of the plan's designs, in the wing's order.
+    fn with_controllers(mut self, plan: &assembly::Plan) -> Result<Simulator, Error> {
+        for d in &plan.designs {
+            for c in (d.controllers)(self.config()) {
+                self.add_controller(c).map_err(Error::Invariant)?;
             }
-        }
-        let sim = &self.config().sim;
-        if sim.contiguity_every > 0 {
-            let c = super::contiguity::ContiguityEpochs::new(sim.contiguity_every, sim.contiguity_threshold);
-            self.add_controller(Box::new(c)).map_err(Error::Invariant)?;
         }
         Ok(self)
     }
 
     /// The simulator of `cfg` with observer `obs`, which sees every access (the general loop,
-    /// compiled for `O`).
+    /// or the hybrid memory's, compiled for `O`); a design that claims the observer itself, or
+    /// runs a copy of the loop without one, is refused in one sentence.
     pub fn with_observer<O: AccessObserver + 'static>(cfg: &Config, obs: O) -> Result<Simulator, Error> {
         cfg.validate()?;
-        if cfg.lite.is_some() {
-            crate::config::err(format!("config '{}': [lite] cannot run with an access observer.", cfg.name))?;
-        }
-        if cfg.mach.is_some() {
-            crate::config::err(format!("config '{}': [mach] cannot run with an access observer.", cfg.name))?;
-        }
-        if let Some(h) = &cfg.hybrid {
-            if h.counting == crate::config::Counting::Tlb {
-                crate::config::err(format!(
-                    "config '{}': hybrid.counting = \"tlb\" is itself the access observer; it cannot run with another.",
-                    cfg.name
-                ))?;
-            }
-            return Self::hybrid(cfg, obs)?.with_configured_controllers();
-        }
-        Self::general(cfg, obs)?.with_configured_controllers()
+        let plan = assembly::plan(cfg, true)?;
+        let sim = match plan.copy {
+            Copy::Hybrid | Copy::Rainbow => Self::hybrid(cfg, plan.copy, obs)?,
+            Copy::General => Self::general(cfg, obs)?,
+            other => unreachable!("the plan gives an access observer the {} copy", other.name()),
+        };
+        sim.with_controllers(&plan)
+    }
+
+    /// A copy of the loop over the radix walker and one DRAM.
+    fn radix<V>(cfg: &Config, copy: Copy, obs: V::Observer) -> Result<Simulator, Error>
+    where
+        V: Variant<Handler = RadixWalker, Backend = Dram>,
+    {
+        let core = Core::<V>::new(cfg, RadixWalker::new(cfg), Dram, obs)?;
+        Ok(Simulator { engine: Box::new(core), variant: copy.name() })
     }
 
     fn general<O: AccessObserver + 'static>(cfg: &Config, obs: O) -> Result<Simulator, Error> {
@@ -197,47 +165,19 @@ impl Simulator {
         };
         let backend = crate::mem::backend::from_config(cfg);
         let core = Core::<General<O>>::new(cfg, handler, backend, obs)?;
-        Ok(Simulator { engine: Box::new(core), variant: "general" })
+        Ok(Simulator { engine: Box::new(core), variant: Copy::General.name() })
     }
 
-    /// The hybrid DRAM/NVM memory's loop (`[hybrid]`): the radix walker and page TLBs only.
-    fn hybrid<O: AccessObserver + 'static>(cfg: &Config, obs: O) -> Result<Simulator, Error> {
-        let c = &cfg.name;
-        if cfg.prism().is_some() || cfg.lite.is_some() {
-            crate::config::err(format!("config '{c}': [hybrid] cannot run with [lite] or [prism] yet."))?;
-        }
-        if cfg.walker.kind != WalkerKind::Radix
-            || !cfg.range_tlb.is_empty()
-            || cfg.cluster_tlb().is_some()
-            || cfg.direct_segment().is_some()
-        {
-            crate::config::err(format!(
-                "config '{c}': [hybrid] needs the radix walker and page TLBs only (no range TLBs, clustered TLB or direct segment)."
-            ))?;
-        }
-        if cfg.hybrid.as_ref().is_some_and(|h| h.migration == crate::config::MigrationPolicy::Rainbow) {
+    /// The hybrid DRAM/NVM memory's loop (`[hybrid]`), or Rainbow's (`copy`).
+    fn hybrid<O: AccessObserver + 'static>(cfg: &Config, copy: Copy, obs: O) -> Result<Simulator, Error> {
+        if copy == Copy::Rainbow {
             let mem = crate::mem::rainbow::RainbowMemory::new(cfg);
             let core = Core::<RainbowLoop<O>>::new(cfg, RadixWalker::new(cfg), mem, obs)?;
-            return Ok(Simulator { engine: Box::new(core), variant: "rainbow" });
+            return Ok(Simulator { engine: Box::new(core), variant: copy.name() });
         }
         let mem = crate::mem::hybrid::HybridMemory::new(cfg);
         let core = Core::<HybridLoop<O>>::new(cfg, RadixWalker::new(cfg), mem, obs)?;
-        Ok(Simulator { engine: Box::new(core), variant: "hybrid" })
-    }
-
-    /// Whether `cfg` runs the plain loop.
-    fn is_plain(cfg: &Config) -> bool {
-        cfg.walker.kind == WalkerKind::Radix
-            && cfg.range_tlb.is_empty()
-            && cfg.cluster_tlb().is_none()
-            && cfg.direct_segment().is_none()
-            && matches!(crate::mem::backend::from_config(cfg), AnyBackend::Dram(_))
-    }
-
-    /// Whether `cfg` runs the staged loop: the plain one's walker and memory, with range TLBs or
-    /// section 4.8's baselines in the miss path.
-    fn is_staged(cfg: &Config) -> bool {
-        cfg.walker.kind == WalkerKind::Radix && matches!(crate::mem::backend::from_config(cfg), AnyBackend::Dram(_))
+        Ok(Simulator { engine: Box::new(core), variant: copy.name() })
     }
 
     /// Which compiled copy runs: `plain`, `staged`, `lite`, `prism`, `mach`, `hybrid`,
