@@ -7,24 +7,36 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: setup demo test lint test-rust test-python bench clean
 
+# Each step of `make test` prints its wall time at its end (CI's log shows where the time goes).
+STEP_START = @mkdir -p out && date +%s > out/.step-$@
+STEP_END = @echo "make $@: $$(( $$(date +%s) - $$(cat out/.step-$@) )) s"
+
 setup:
+	$(STEP_START)
 	@scripts/setup.sh
+	$(STEP_END)
 
 demo: setup
 	$(VENV)/bin/xlat demo
 
 lint: setup
+	$(STEP_START)
 	python3 scripts/check-cycles.py
 	cargo fmt --all -- --check
 	cargo clippy --release --workspace --all-targets -- -D warnings
 	$(VENV)/bin/ruff check $(PYDIRS)
 	$(VENV)/bin/ruff format --check $(PYDIRS)
+	$(STEP_END)
 
 test-rust: setup
+	$(STEP_START)
 	cargo test --release --workspace
+	$(STEP_END)
 
 test-python: setup
+	$(STEP_START)
 	$(PY) -m pytest tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+	$(STEP_END)
 
 test: lint test-rust test-python
 

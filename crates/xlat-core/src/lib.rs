@@ -2,8 +2,11 @@
 //!
 //! An OS model ([`os`]: VMAs from the trace's syscalls, a buddy allocator, radix page tables in
 //! simulated physical memory, page-size policies), an MMU model ([`mmu`]: TLB hierarchy,
-//! paging-structure caches; the walker is in [`sim`]) and a memory model ([`mem`]: caches the
-//! walk loads go through), driven by any [`EventSource`] and producing counters.
+//! paging-structure caches, range TLBs, the miss handlers) and a memory model ([`mem`]: caches
+//! the walk loads go through, the memory backends), driven by any [`EventSource`] through the
+//! engine ([`sim`]) and producing counters. The designs of the reference documents plug into
+//! the engine's seams from the wing [`designs`]; the assembly room ([`assembly`]) picks the copy
+//! of the loop their claims need and refuses what none serves.
 //!
 //! ```
 //! use xlat_core::{config::Config, presets, sim};

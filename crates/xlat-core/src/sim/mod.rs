@@ -1,21 +1,20 @@
 //! The simulator: the engine that drives the OS, MMU and memory models over a trace's events,
 //! and what it reports.
 //!
-//! - [`engine`]: the hot loop, side events, the choice of the compiled copy ([`Variant`],
-//!   [`shape`]);
-//! - [`epoch`]: controllers run every N instructions or accesses, and the counter sampling;
-//!   [`contiguity`]: the one the configuration can ask for (`sim.contiguity_every`); [`lite`]:
-//!   Lite's way-disabling of the L1 TLBs (`[lite]`, with the [`engine::LiteLoop`] copy);
-//!   [`hybrid`]: utility-based migration between DRAM and NVM (HSCC), with [`tlbcount`], its
-//!   counting in the TLB; [`rainbow`]: Rainbow's caching of NVM superpages' hot 4KB pages
-//!   (with the [`engine::RainbowLoop`] copy);
+//! - [`engine`]: the hot loop and side events, compiled per copy ([`Variant`]: handler, backend,
+//!   observer, staged probe) and per [`shape`];
+//! - [`epoch`]: controllers run every N instructions or accesses, and the counter sampling; the
+//!   controllers the designs (`crate::designs`) register: [`contiguity`]
+//!   (`sim.contiguity_every`), [`lite`] (Lite's way-disabling of the L1 TLBs), [`hybrid`]
+//!   (utility-based migration between DRAM and NVM, HSCC; [`tlbcount`], its counting in the
+//!   TLB, is an observer), [`rainbow`] (Rainbow's caching of NVM superpages' hot 4KB pages);
 //! - [`observer`]: code that sees every access (zero-size by default);
 //! - [`result`]: the counters of every component, derived figures, invariants, the result;
 //! - [`parallel`]: several configurations over one trace on several threads.
 //!
-//! [`Simulator`] is the public face: it builds the copy of the loop a configuration needs
-//! (the plain one, or the general one for range TLBs, a software miss handler, several memory
-//! kinds or an observer) and dispatches to it once per batch.
+//! [`Simulator`] is the public face: it builds the copy of the loop that the assembly room's
+//! plan (`crate::assembly`) names for the configuration's designs, adds their controllers, and
+//! dispatches to the copy once per batch.
 
 pub mod contiguity;
 pub mod engine;
