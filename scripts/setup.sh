@@ -45,9 +45,17 @@ if ! .venv/bin/python -c 'import maturin, numpy, pytest, hypothesis, pandas, skl
 fi
 
 # --- build -----------------------------------------------------------------------------
-say "building the Rust extension (profile dist: release with fat LTO)"
+# XLAT_PROFILE: the Cargo profile of the extension; `dist` (release with fat LTO: what `xlat` and
+# the benchmarks run) unless set. CI sets `release` (no LTO): the Rust tests build that profile
+# anyway, so the extension reuses their crates instead of a second, fat-LTO build.
+profile=${XLAT_PROFILE:-dist}
+case "$profile" in
+    dist) say "building the Rust extension (profile dist: release with fat LTO)" ;;
+    release) say "building the Rust extension (profile release: no LTO, as the tests build it)" ;;
+    *) die "XLAT_PROFILE=$profile: give dist (the default) or release" ;;
+esac
 mkdir -p out
-if ! VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --profile dist >out/build.log 2>&1; then
+if ! VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --profile "$profile" >out/build.log 2>&1; then
     tail -n 40 out/build.log >&2
     die "the Rust extension did not build (full log: out/build.log)"
 fi
