@@ -55,6 +55,7 @@ DESIGNS: dict[str, tuple[dict, tuple[str, ...]]] = {
         ("memory",),
     ),
     "contiguity": ({"sim": {"contiguity_every": 1000}}, ()),
+    "prefetch": ({"tlb_prefetch": {"kind": "distance"}}, ()),
 }
 
 
@@ -148,14 +149,17 @@ PLAN_REFUSES: set[tuple[str, str]] = {
     ("mach", "rainbow"),
     ("software", "hscc"),
     ("software", "rainbow"),
+    ("hscc", "prefetch"),
+    ("rainbow", "prefetch"),
 }
 
-# A section's own rule refuses the pair first (Mach has no TLB levels for a miss-path stage; Lite
-# needs the radix walker; two [hybrid] sections make one Rainbow with HSCC's counting).
+# A section's own rule refuses the pair first (Mach has no TLB levels for a miss-path stage or a
+# prefetcher; Lite needs the radix walker; two [hybrid] sections make one Rainbow with HSCC's counting).
 SECTION_REFUSES: set[tuple[str, str]] = {
     ("range_tlb", "mach"),
     ("cluster_tlb", "mach"),
     ("direct_segment", "mach"),
     ("lite", "software"),
     ("hscc", "rainbow"),
+    ("mach", "prefetch"),
 }

@@ -247,6 +247,7 @@ pub const EXTERNAL: Design = Design {
     present: |_| true,
     claims: |_| Claims { observer: Some(O::External), ..Claims::default() },
     controllers: |_| Vec::new(),
+    walk_hooks: |_| Vec::new(),
 };
 
 /// How `cfg` is assembled: the copy of the loop, and the designs it has (in [`designs::DESIGNS`]'s

@@ -13,6 +13,7 @@ mod mach;
 mod mach_frozen;
 mod mrc;
 mod os_events;
+mod prefetch;
 mod prism;
 mod rainbow;
 mod reclaim;

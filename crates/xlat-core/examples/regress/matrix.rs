@@ -5,7 +5,8 @@
 //! `regress` test (the digests in `tests/data/regress-digests.txt`, in `make test`).
 //!
 //! The design matrix ([`design_cases`]): every configuration under `configs/{rmm,lite,mach,rainbow}`
-//! plus PRISM, HSCC counting at the memory controller and the software walker, on the same six workloads, each
+//! plus PRISM, HSCC counting at the memory controller, the software walker and the TLB
+//! prefetcher, on the same six workloads, each
 //! case's loop copy recorded beside its digest (`tests/data/design-digests.txt`): the designs'
 //! whole results frozen, so that moving a design between loop copies or rooms shows.
 
@@ -142,6 +143,13 @@ pub fn design_configs() -> Vec<(String, String, String, Vec<String>)> {
         vec!["hybrid.counting=memory".into()],
     ));
     out.push(("software/walker".into(), "software".into(), SOFTWARE.into(), Vec::new()));
+    let sky = xlat_core::presets::get("skylake").expect("preset").to_string();
+    for (label, kind) in
+        [("prefetch/skylake-sequential-eager", "sequential"), ("prefetch/skylake-distance-eager", "distance")]
+    {
+        let sets = vec!["os.allocation=eager".to_string(), format!("tlb_prefetch.kind={kind}")];
+        out.push((label.into(), "skylake".into(), sky.clone(), sets));
+    }
     out
 }
 

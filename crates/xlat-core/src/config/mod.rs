@@ -11,6 +11,7 @@ mod lite;
 mod mach;
 mod os;
 mod parse;
+mod prefetch;
 mod prism;
 mod structures;
 
@@ -24,6 +25,7 @@ use os::is_default_range_threshold;
 pub use os::*;
 pub use parse::{apply_set, ConfigError, Result};
 pub(crate) use parse::{err, from_value, parse_toml};
+pub use prefetch::{PrefetchKind, TlbPrefetchConfig};
 pub use prism::*;
 use serde::{Deserialize, Serialize};
 pub use structures::*;
@@ -156,6 +158,9 @@ pub struct Config {
     /// Lite's way-disabling controller of the L1 page TLBs (none by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lite: Option<LiteConfig>,
+    /// A TLB prefetcher filling the STLB after each walk (none by default; mmu/prefetch.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlb_prefetch: Option<TlbPrefetchConfig>,
     /// Mach 3.0's software-managed TLB (none by default; mmu/mach/, docs/mach.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mach: Option<MachConfig>,
@@ -326,6 +331,9 @@ impl Config {
         }
         if let Some(l) = &self.lite {
             l.validate(c, self.walker.kind == WalkerKind::Radix, &self.tlb)?;
+        }
+        if let Some(p) = &self.tlb_prefetch {
+            p.validate(c, &self.tlb)?;
         }
         if let Some(h) = &self.hybrid {
             h.validate(c, self.memory.kinds.len(), self.sim.data_through_caches, self.os.policy == Policy::Thp)?;

@@ -1,7 +1,7 @@
 //! The contiguity survey every `sim.contiguity_every` instructions (`sim/contiguity.rs`): an
 //! epoch controller only; it claims no seam.
 
-use super::design::{Claims, Design};
+use super::design::{no_hooks, Claims, Design};
 use crate::sim::epoch::EpochController;
 
 pub const DESIGN: Design = Design {
@@ -14,4 +14,5 @@ pub const DESIGN: Design = Design {
         let e = crate::sim::contiguity::ContiguityEpochs::new(s.contiguity_every, s.contiguity_threshold);
         vec![Box::new(e) as Box<dyn EpochController>]
     },
+    walk_hooks: no_hooks,
 };

@@ -2,6 +2,7 @@
 //! entry each file of the wing declares (a leaf: the wing's files and the room share it).
 
 use crate::config::Config;
+use crate::mmu::hook::WalkHook;
 use crate::sim::epoch::EpochController;
 
 /// Which miss handler a design needs.
@@ -71,6 +72,14 @@ pub struct Design {
     pub claims: fn(&Config) -> Claims,
     /// The epoch controllers it runs under `cfg`, in order (called only when present).
     pub controllers: fn(&Config) -> Vec<Box<dyn EpochController>>,
+    /// The code it runs after each walk under `cfg` (called only when present; a design with
+    /// walk hooks claims `miss_path`: they run in the copies with the staged probe).
+    pub walk_hooks: fn(&Config) -> Vec<Box<dyn WalkHook>>,
+}
+
+/// No walk hook.
+pub fn no_hooks(_: &Config) -> Vec<Box<dyn WalkHook>> {
+    Vec::new()
 }
 
 /// No epoch controller.

@@ -3,7 +3,7 @@
 //! migration (`sim/hybrid.rs`), its counting at the memory controller or in the TLB
 //! (`sim/tlbcount.rs`, an access observer).
 
-use super::design::{Backend, Claims, Design, Observer};
+use super::design::{no_hooks, Backend, Claims, Design, Observer};
 use crate::config::{Counting, MigrationPolicy};
 use crate::sim::epoch::EpochController;
 
@@ -25,4 +25,5 @@ pub const DESIGN: Design = Design {
             _ => Vec::new(),
         }
     },
+    walk_hooks: no_hooks,
 };

@@ -21,12 +21,13 @@ mod hybrid;
 mod kinds;
 mod lite;
 mod mach;
+mod prefetch;
 mod prism;
 mod rainbow;
 mod ranges;
 mod software;
 
-pub use design::{none, Backend, Claims, Design, Handler, Observer};
+pub use design::{no_hooks, none, Backend, Claims, Design, Handler, Observer};
 
 /// Every design, in the order their controllers are added.
 pub const DESIGNS: &[&Design] = &[
@@ -41,6 +42,7 @@ pub const DESIGNS: &[&Design] = &[
     &hybrid::DESIGN,
     &rainbow::DESIGN,
     &contiguity::DESIGN,
+    &prefetch::DESIGN,
 ];
 
 /// The designs `cfg` has.

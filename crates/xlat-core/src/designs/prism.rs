@@ -2,7 +2,7 @@
 //! metadata registry and set by every access to the page: the access observer
 //! `mmu/prism.rs`.
 
-use super::design::{none, Claims, Design, Observer};
+use super::design::{no_hooks, none, Claims, Design, Observer};
 
 pub const DESIGN: Design = Design {
     name: "[prism]",
@@ -10,4 +10,5 @@ pub const DESIGN: Design = Design {
     present: |c| c.prism().is_some(),
     claims: |_| Claims { observer: Some(Observer::Prism), ..Claims::default() },
     controllers: none,
+    walk_hooks: no_hooks,
 };

@@ -2,7 +2,7 @@
 //! pages are cached in DRAM without splintering; its memory controller (`mem/rainbow.rs`)
 //! sees every translation, and its migration runs every interval (`sim/rainbow.rs`).
 
-use super::design::{Backend, Claims, Design};
+use super::design::{no_hooks, Backend, Claims, Design};
 use crate::config::MigrationPolicy;
 use crate::sim::epoch::EpochController;
 
@@ -15,4 +15,5 @@ pub const DESIGN: Design = Design {
         let h = c.hybrid.as_ref().expect("present");
         vec![Box::new(crate::sim::rainbow::RainbowMigration::new(h)) as Box<dyn EpochController>]
     },
+    walk_hooks: no_hooks,
 };

@@ -3,7 +3,7 @@
 //! shared with RMM_Lite); the OS side (eager paging, range tables) is `os.allocation` and
 //! `os.ranges`.
 
-use super::design::{none, Claims, Design};
+use super::design::{no_hooks, none, Claims, Design};
 
 pub const DESIGN: Design = Design {
     name: "[[range_tlb]]",
@@ -11,4 +11,5 @@ pub const DESIGN: Design = Design {
     present: |c| !c.range_tlb.is_empty(),
     claims: |_| Claims { miss_path: true, ..Claims::default() },
     controllers: none,
+    walk_hooks: no_hooks,
 };

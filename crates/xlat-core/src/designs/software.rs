@@ -1,7 +1,7 @@
 //! A MIPS-style software miss handler (`walker.kind = "software"`, `mmu/walker/`): a trap,
 //! then a load of the leaf entry from a linear page table whose own translation may miss.
 
-use super::design::{none, Claims, Design, Handler};
+use super::design::{no_hooks, none, Claims, Design, Handler};
 use crate::config::WalkerKind;
 
 pub const DESIGN: Design = Design {
@@ -10,4 +10,5 @@ pub const DESIGN: Design = Design {
     present: |c| c.walker.kind == WalkerKind::Software,
     claims: |_| Claims { handler: Some(Handler::Software), ..Claims::default() },
     controllers: none,
+    walk_hooks: no_hooks,
 };

@@ -12,11 +12,13 @@
 //! simulator's loop compiles it with the structures' geometry ([`Lanes`]) as constants.
 
 pub mod cluster;
+pub mod hook;
 pub mod keys;
 mod lite;
 pub mod mach;
 mod memo;
 pub(crate) use memo::MEMO;
+pub mod prefetch;
 pub mod prism;
 pub mod psc;
 pub mod range;
@@ -61,6 +63,17 @@ impl Lanes {
 /// decides which one a configuration runs.
 pub trait Shape {
     const LANES: Lanes;
+}
+
+/// What [`Mmu::prefetch_fill`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefetchFill {
+    /// The TLB took the entry.
+    Filled,
+    /// The TLB already held it (nothing changed).
+    Held,
+    /// The TLB holds no entry of the page's size.
+    NotHeld,
 }
 
 /// The TLBs of one simulated core and what routes accesses through them.
@@ -508,6 +521,23 @@ impl Mmu {
         if flipped {
             self.live_probes();
         }
+    }
+
+    /// Prefetch the translation of `va` (a `size` page at frame `pfn`) into TLB `t`, as a fill
+    /// that no lookup asked for (a prefetcher after a walk): whether the TLB took it. Not for
+    /// first-level TLBs (the memo of first-level hits is not told).
+    pub fn prefetch_fill(&mut self, t: usize, va: u64, size: PageSize, pfn: u64) -> PrefetchFill {
+        let tlb = &mut self.tlbs[t];
+        let Some(s) = tlb.holds(size) else {
+            return PrefetchFill::NotHeld;
+        };
+        if tlb.has_entry(va, s, self.tag) {
+            return PrefetchFill::Held;
+        }
+        if tlb.fill_as(va, size, s, pfn, self.tag).2 {
+            self.live_probes();
+        }
+        PrefetchFill::Filled
     }
 
     /// Fill every range TLB of role `r` with `e` (after a walk found its range).

@@ -130,6 +130,14 @@ impl Tlb {
         }
     }
 
+    /// Whether an entry for `va` held as size `s` of address-space `tag` is here (no
+    /// replacement update, no count: a prefetcher's tag check).
+    #[inline]
+    pub fn has_entry(&self, va: u64, s: PageSize, tag: u64) -> bool {
+        let key = tlb_key(va, s, tag);
+        self.arr.contains(self.arr.set_of(key & VPN_MASK), key)
+    }
+
     /// Fill the translation of `va` in a `size` page starting at frame `pfn`.
     pub fn fill(&mut self, va: u64, size: PageSize, pfn: u64, tag: u64) {
         if let Some(s) = self.holds(size) {

@@ -36,6 +36,7 @@ use super::shape::{AnyShape, SkylakeShape};
 use crate::config::Config;
 use crate::mem::backend::{AnyBackend, Backend, Dram};
 use crate::mem::Caches;
+use crate::mmu::hook::WalkHook;
 use crate::mmu::range_walk::RangeWalker;
 use crate::mmu::walker::{AnyHandler, MissCx, MissHandler, RadixWalker};
 use crate::mmu::{Mmu, Shape};
@@ -220,6 +221,8 @@ pub(crate) struct Core<V: Variant> {
     /// Whether the configuration has [`SkylakeShape`] (then accesses that do not go through
     /// the data caches run that shape's loop).
     pub(crate) skylake_shape: bool,
+    /// Code run after each walk with the MMU and the OS (copies with the staged probe only).
+    pub(crate) walk_hooks: Vec<Box<dyn WalkHook>>,
 }
 
 impl<V: Variant> Core<V> {
@@ -255,6 +258,7 @@ impl<V: Variant> Core<V> {
             last_at: Translated::Walk,
             rwalk: RangeWalker::new(cfg.cache.iter().map(|c| c.name.as_str())),
             skylake_shape: false,
+            walk_hooks: Vec::new(),
             cfg: cfg.clone(),
         };
         core.skylake_shape = core.has_shape::<SkylakeShape>();
@@ -419,6 +423,9 @@ impl<V: Variant> Core<V> {
                 if V::RANGES && self.mmu.has_baselines() {
                     self.after_walk_baselines(va, pfn, s);
                 }
+                if V::RANGES && !self.walk_hooks.is_empty() {
+                    self.after_walk_hooks(r, va, pfn, s);
+                }
                 (levels, pfn, s)
             }
         };
@@ -444,6 +451,23 @@ impl<V: Variant> Core<V> {
         debug_assert!(found, "the range table holds the range");
         self.rwalk.walk(&mut self.caches, &mut self.backend);
         self.mmu.fill_ranges(r, crate::mmu::RangeEntry { base: e.base, limit: e.limit, pfn: e.pfn, tag: 0 });
+        Ok(())
+    }
+
+    /// After a walk: the walk hooks (a TLB prefetcher), in the order they were added.
+    #[cold]
+    fn after_walk_hooks(&mut self, r: usize, va: u64, pfn: u64, s: PageSize) {
+        for h in &mut self.walk_hooks {
+            h.walked(r, va, pfn, s, &mut self.mmu, &self.os);
+        }
+    }
+
+    /// Add a walk hook; `Err` in a copy of the loop without the staged probe (it would never run).
+    pub(crate) fn add_walk_hook(&mut self, h: Box<dyn WalkHook>) -> Result<(), String> {
+        if !V::RANGES {
+            return Err("a walk hook needs a copy of the loop with the staged probe".into());
+        }
+        self.walk_hooks.push(h);
         Ok(())
     }
 

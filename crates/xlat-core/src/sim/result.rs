@@ -83,6 +83,9 @@ impl<V: Variant> Core<V> {
         out.put(format_args!("shootdowns.context_switch"), self.context_flushes);
         crate::stats::Counters::counters(&self.os, out);
         self.obs.counters(out);
+        for h in &self.walk_hooks {
+            h.counters(out);
+        }
         epoch::report(&self.epochs.slots, out);
     }
 

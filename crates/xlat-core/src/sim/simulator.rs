@@ -11,6 +11,7 @@ use crate::assembly::{self, Copy};
 use crate::config::{Config, WalkerKind};
 use crate::designs::Observer;
 use crate::mem::backend::Dram;
+use crate::mmu::hook::WalkHook;
 use crate::mmu::prism::Prism;
 use crate::mmu::walker::{AnyHandler, RadixWalker, SoftwareHandler};
 use crate::os::{Os, SimError};
@@ -41,6 +42,7 @@ trait Engine: Send {
     fn config(&self) -> &Config;
     fn os(&self) -> &Os;
     fn add_controller(&mut self, c: Box<dyn EpochController>) -> Result<(), String>;
+    fn add_walk_hook(&mut self, h: Box<dyn WalkHook>) -> Result<(), String>;
     fn shape(&self) -> &'static str;
     fn set_shaped(&mut self, on: bool);
     fn mmu(&self) -> &crate::mmu::Mmu;
@@ -73,6 +75,9 @@ where
     }
     fn add_controller(&mut self, c: Box<dyn EpochController>) -> Result<(), String> {
         Core::add_controller(self, c)
+    }
+    fn add_walk_hook(&mut self, h: Box<dyn WalkHook>) -> Result<(), String> {
+        Core::add_walk_hook(self, h)
     }
     fn shape(&self) -> &'static str {
         if self.skylake_shape {
@@ -125,11 +130,14 @@ impl Simulator {
         sim.with_controllers(&plan)
     }
 
-    /// Add the epoch controllers of the plan's designs, in the wing's order.
+    /// Add the epoch controllers and walk hooks of the plan's designs, in the wing's order.
     fn with_controllers(mut self, plan: &assembly::Plan) -> Result<Simulator, Error> {
         for d in &plan.designs {
             for c in (d.controllers)(self.config()) {
                 self.add_controller(c).map_err(Error::Invariant)?;
+            }
+            for h in (d.walk_hooks)(self.config()) {
+                self.engine.add_walk_hook(h).map_err(Error::Invariant)?;
             }
         }
         Ok(self)
