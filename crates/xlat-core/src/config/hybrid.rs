@@ -1,7 +1,7 @@
 //! The `[hybrid]` table: a hybrid DRAM/NVM memory (Rainbow, seed 003, and its baselines; see
 //! `docs/rainbow.md`). The memory kinds themselves (sizes, latencies, energies, static power) are
 //! `[[memory.kinds]]`, the first DRAM and the second NVM; this table holds the time model's
-//! costs and the migration policy (`mem/hybrid.rs`, `mem/migrate/`, `sim/hybrid.rs`).
+//! costs and the migration policy (`mem/hybrid.rs`, `mem/migrate/`, `designs/hybrid.rs`).
 
 use super::parse::{err, Result};
 use serde::{Deserialize, Serialize};
@@ -19,7 +19,7 @@ pub enum MigrationPolicy {
     /// Rainbow (seed 003 section III): NVM as 2MB superpages, DRAM caching their hot 4KB pages
     /// without splintering them: two-stage counting at the memory controller, utility-based
     /// migration of 4KB pages, the migration bitmap and its cache, the remap through the NVM
-    /// page's first 8 bytes (`mem/rainbow.rs`, `sim/rainbow.rs`).
+    /// page's first 8 bytes (`mem/rainbow.rs`, `designs/rainbow.rs`).
     Rainbow,
 }
 

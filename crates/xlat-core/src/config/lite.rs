@@ -1,5 +1,5 @@
 //! The `[lite]` table: Lite's way-disabling controller of the L1 page TLBs (seed 000 section
-//! 5.4, Algorithm 5.1; sim/lite.rs).
+//! 5.4, Algorithm 5.1; designs/lite.rs).
 
 use super::parse::{err, Result};
 use super::structures::TlbConfig;

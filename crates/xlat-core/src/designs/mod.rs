@@ -15,17 +15,18 @@
 use crate::config::Config;
 
 mod baselines;
-mod contiguity;
+pub mod contiguity;
 mod design;
-mod hybrid;
+pub mod hybrid;
 mod kinds;
-mod lite;
+pub mod lite;
 mod mach;
 mod prefetch;
 mod prism;
-mod rainbow;
+pub mod rainbow;
 mod ranges;
 mod software;
+pub mod tlbcount;
 
 pub use design::{no_hooks, none, Backend, Claims, Design, Handler, Observer};
 

@@ -15,7 +15,7 @@
 //! - The counts a migration policy needs ([`PageCounting`]: per-frame reads and write-backs
 //!   within the current interval for HSCC, or Rainbow's two-stage counters), and the frame ->
 //!   virtual page map learnt from walks (`pages`), for the migration controllers
-//!   (`sim/hybrid.rs`, `sim/rainbow.rs`), which also charge their costs here (copies,
+//!   (`designs/hybrid.rs`, `designs/rainbow.rs`), which also charge their costs here (copies,
 //!   `clflush`, shootdowns, remaps; Rainbow's bitmap-cache lookups and pointer reads).
 
 use crate::config::{Config, HybridConfig};

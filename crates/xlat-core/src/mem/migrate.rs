@@ -3,8 +3,8 @@
 //! the utility of moving a page, the dynamic threshold, DRAM's clean and dirty lists (its free
 //! list is the buddy allocator's DRAM zone), the interval clock, and the placement of an
 //! interval's candidates ([`UtilityMigration::place`]) through a [`Mover`]. Two epoch
-//! controllers use them: `sim/hybrid.rs` (HSCC: 4KB and 2MB pages remapped by the OS) and
-//! `sim/rainbow.rs` (Rainbow: 4KB pages of NVM superpages cached in DRAM, remapped by the
+//! controllers use them: `designs/hybrid.rs` (HSCC: 4KB and 2MB pages remapped by the OS) and
+//! `designs/rainbow.rs` (Rainbow: 4KB pages of NVM superpages cached in DRAM, remapped by the
 //! memory controller).
 
 use crate::stats::Sink;

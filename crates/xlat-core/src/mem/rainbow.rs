@@ -14,7 +14,7 @@
 //! whose bit is set: the bitmap-cache lookup and the pointer read (path 2), and the loop enters
 //! the DRAM frame in the 4KB TLBs ("constructed on its first access", section III-F); else the
 //! NVM frame (path 3), whose last-level misses consult the bitmap cache at the controller. The
-//! migration controller (`sim/rainbow.rs`) caches and uncaches pages here.
+//! migration controller (`designs/rainbow.rs`) caches and uncaches pages here.
 
 use crate::array::{Replacement, SetAssoc};
 use crate::config::Config;

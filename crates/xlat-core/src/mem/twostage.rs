@@ -8,7 +8,7 @@
 //!    a superpage's pages are watched in the interval after it was hot).
 //!
 //! At the end of an interval, [`TwoStage::take`] hands the stage-2 counts to the migration
-//! controller (`sim/rainbow.rs`), picks the next top N from stage 1 and starts both again. The
+//! controller (`designs/rainbow.rs`), picks the next top N from stage 1 and starts both again. The
 //! paper keeps one 2-byte counter per 4KB page; here each page has two (reads and writes), so
 //! that Equation 1's terms apply as written (`docs/rainbow.md`). Write-backs to DRAM frames are
 //! remembered too: they make a cached page dirty (the DRAM lists).

@@ -17,6 +17,7 @@ pub mod keys;
 mod lite;
 pub mod mach;
 mod memo;
+pub mod observer;
 pub(crate) use memo::MEMO;
 pub mod prefetch;
 pub mod prism;

@@ -19,9 +19,9 @@
 use crate::config::{Config, MdType, PrismConfig};
 use crate::mem::backend::Backend;
 use crate::mem::Caches;
+use crate::mmu::observer::{AccessObserver, Observed, MEMO_HINTS};
 use crate::os::pagetable::index;
 use crate::os::Os;
-use crate::sim::observer::{AccessObserver, Observed, MEMO_HINTS};
 use crate::stats::{Counters, Sink};
 use crate::units::PageSize;
 use rustc_hash::FxHashMap;

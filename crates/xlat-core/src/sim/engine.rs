@@ -9,12 +9,12 @@
 //! handled by the OS model inside the miss handler, before its loads.
 //!
 //! The loop is compiled per [`Variant`] (miss handler, memory backend, observer, whether range
-//! TLBs can sit in the miss path), per [`Shape`] (the structures' geometry as constants) and
+//! TLBs can sit in the miss path, whether first-level hits count their LRU distance), per [`Shape`] (the structures' geometry as constants) and
 //! per data-caching and memo state, so that the plain configuration's copy contains none of
 //! the other designs' code.
 
 use super::epoch::{EpochController, EpochCx, Epochs};
-use super::observer::{AccessObserver, Observed, Translated, MEMO_HINTS};
+use crate::mmu::observer::{AccessObserver, Observed, Translated, MEMO_HINTS};
 
 /// The miss handler's view of a core's parts (a macro, not a method: the handler itself stays
 /// borrowable beside it).
@@ -34,154 +34,52 @@ macro_rules! miss_cx {
 const NO_HINT: u8 = (MEMO_HINTS - 1) as u8;
 use super::shape::{AnyShape, SkylakeShape};
 use crate::config::Config;
-use crate::mem::backend::{AnyBackend, Backend, Dram};
+use crate::mem::backend::Backend;
 use crate::mem::Caches;
 use crate::mmu::hook::WalkHook;
 use crate::mmu::range_walk::RangeWalker;
-use crate::mmu::walker::{AnyHandler, MissCx, MissHandler, RadixWalker};
+use crate::mmu::walker::{MissCx, MissHandler};
 use crate::mmu::{Mmu, Shape};
 use crate::os::{Invalidation, Os, SimError};
 use crate::units::PageSize;
 use rustc_hash::FxHashMap;
 use xlat_trace::{Batch, Marker, SideBody};
 
-/// What one compiled copy of the loop is specialised for.
+/// What one compiled copy of the loop is specialised for: its parts, and what the loop
+/// compiles in besides them. The engine knows no design: the assembly room names the copies
+/// (`sim/simulator.rs` builds them from `crate::assembly`'s plan).
 pub trait Variant: 'static {
     type Handler: MissHandler;
     type Backend: Backend;
     type Observer: AccessObserver + 'static;
-    /// Whether range TLBs may sit in the miss path (the staged probe).
+    /// Whether range TLBs and other structures may sit in the miss path (the staged probe, and
+    /// the walk hooks after a walk).
     const RANGES: bool;
-    /// Whether first-level hits count their LRU distance (Lite, seed 000 section 5.4.2; hits
-    /// through the memo of first-level hits are MRU re-hits, distance 0, which Lite never reads).
-    const LITE: bool = false;
-    /// Whether the memo of first-level hits may be used. Rainbow's 4KB entries of DRAM copies
-    /// sit inside superpages that 2MB entries also translate, and the 4KB entry must win, as
-    /// in a parallel probe of split TLBs; the memo keeps one entry per page and could answer
-    /// with the 2MB one.
-    const MEMO: bool = true;
-    /// Whether the miss handler translates every access itself (it holds the only TLB: `[mach]`,
-    /// no page TLBs in the MMU): each range of accesses then runs through the handler's own loop
-    /// ([`Variant::run_direct`]), with no first-level probe, memo, deep probe or fill (all empty
-    /// there).
-    const DIRECT: bool = false;
-
-    /// The handler's own loop of a `DIRECT` variant: translate the accesses `addr` (kinds
-    /// `kind`, addresses masked with `va_mask`) and, if `DATA`, access their data through the
-    /// caches, adding its latency to `data_cycles`; the counts complete even on an error.
-    fn run_direct<const DATA: bool>(
-        _handler: &mut Self::Handler,
-        _cx: &mut MissCx<'_, Self::Backend>,
-        _addr: &[u64],
-        _kind: &[u8],
-        _va_mask: u64,
-        _data_cycles: &mut u64,
-    ) -> Result<(), SimError> {
-        unreachable!("only DIRECT variants run accesses through their handler")
-    }
+    /// Whether first-level hits count their LRU distance ([`Mmu::count_lru_distance`]; hits
+    /// through the memo of first-level hits are MRU re-hits, distance 0).
+    const LRU_DISTANCE: bool;
+    /// Whether the memo of first-level hits may be used: not when the backend redirects
+    /// translations ([`Backend::REMAP`]: a redirected page's 4KB entry must win over the
+    /// superpage entry that also holds it, as in a parallel probe of split TLBs; the memo keeps
+    /// one entry per page and could answer with the superpage's).
+    const MEMO: bool = !<Self::Backend as Backend>::REMAP;
 }
 
-/// The plain configuration: the radix walker, one DRAM, no observer, page TLBs only.
-pub struct Plain;
+/// The copy of the loop over handler `H`, backend `B` and observer `O`, with the staged probe
+/// if `STAGED` and LRU distances of first-level hits if `LRU`.
+pub struct Parts<H, B, O, const STAGED: bool, const LRU: bool>(std::marker::PhantomData<(H, B, O)>);
 
-impl Variant for Plain {
-    type Handler = RadixWalker;
-    type Backend = Dram;
-    type Observer = super::observer::NoObserver;
-    const RANGES: bool = false;
-}
-
-/// The plain configuration with structures in the miss path besides page TLBs (range TLBs, the
-/// clustered TLB, the direct segment): the radix walker, one DRAM, no observer, the staged
-/// probe compiled in.
-pub struct Staged;
-
-impl Variant for Staged {
-    type Handler = RadixWalker;
-    type Backend = Dram;
-    type Observer = super::observer::NoObserver;
-    const RANGES: bool = true;
-}
-
-/// The staged loop with Lite's LRU-distance counters (`[lite]`, sim/lite.rs): the radix
-/// walker, one DRAM, no observer.
-pub struct LiteLoop;
-
-impl Variant for LiteLoop {
-    type Handler = RadixWalker;
-    type Backend = Dram;
-    type Observer = super::observer::NoObserver;
-    const RANGES: bool = true;
-    const LITE: bool = true;
-}
-
-/// PRISM (mmu/prism.rs) on the plain configuration's walker, memory and page TLBs: the plain
-/// loop with PRISM as its access observer.
-pub struct PrismLoop;
-
-impl Variant for PrismLoop {
-    type Handler = RadixWalker;
-    type Backend = Dram;
-    type Observer = crate::mmu::prism::Prism;
-    const RANGES: bool = false;
-}
-
-/// Mach 3.0's software-managed TLB (`[mach]`, mmu/mach/): no page TLBs in the MMU, the
-/// handler holds the TLB; one DRAM, no observer.
-pub struct MachLoop;
-
-impl Variant for MachLoop {
-    type Handler = crate::mmu::mach::MachHandler;
-    type Backend = Dram;
-    type Observer = super::observer::NoObserver;
-    const RANGES: bool = false;
-    const DIRECT: bool = true;
-
-    #[inline(always)]
-    fn run_direct<const DATA: bool>(
-        handler: &mut Self::Handler,
-        cx: &mut MissCx<'_, Dram>,
-        addr: &[u64],
-        kind: &[u8],
-        va_mask: u64,
-        data_cycles: &mut u64,
-    ) -> Result<(), SimError> {
-        handler.run::<DATA, Dram>(cx, addr, kind, va_mask, data_cycles)
-    }
-}
-
-/// A hybrid DRAM/NVM memory (`[hybrid]`): the radix walker, the hybrid backend (its own
-/// counts, dirty lines and page map through the backend's hooks), page TLBs only, observer `O`.
-pub struct HybridLoop<O>(std::marker::PhantomData<O>);
-
-impl<O: AccessObserver + 'static> Variant for HybridLoop<O> {
-    type Handler = RadixWalker;
-    type Backend = crate::mem::hybrid::HybridMemory;
+impl<H, B, O, const STAGED: bool, const LRU: bool> Variant for Parts<H, B, O, STAGED, LRU>
+where
+    H: MissHandler + 'static,
+    B: Backend + 'static,
+    O: AccessObserver + 'static,
+{
+    type Handler = H;
+    type Backend = B;
     type Observer = O;
-    const RANGES: bool = false;
-}
-
-/// Rainbow (`hybrid.migration = "rainbow"`): the hybrid loop with Rainbow's memory controller
-/// (`mem/rainbow.rs`), whose [`Backend::remap`] sees every translation; no memo.
-pub struct RainbowLoop<O>(std::marker::PhantomData<O>);
-
-impl<O: AccessObserver + 'static> Variant for RainbowLoop<O> {
-    type Handler = RadixWalker;
-    type Backend = crate::mem::rainbow::RainbowMemory;
-    type Observer = O;
-    const RANGES: bool = false;
-    const MEMO: bool = false;
-}
-
-/// Any configuration: the handler and the backend chosen at run time, range TLBs allowed, and
-/// observer `O`.
-pub struct General<O>(std::marker::PhantomData<O>);
-
-impl<O: AccessObserver + 'static> Variant for General<O> {
-    type Handler = AnyHandler;
-    type Backend = AnyBackend;
-    type Observer = O;
-    const RANGES: bool = true;
+    const RANGES: bool = STAGED;
+    const LRU_DISTANCE: bool = LRU;
 }
 
 /// The simulator of one configuration, compiled for variant `V`.
@@ -262,7 +160,7 @@ impl<V: Variant> Core<V> {
             cfg: cfg.clone(),
         };
         core.skylake_shape = core.has_shape::<SkylakeShape>();
-        if V::LITE {
+        if V::LRU_DISTANCE {
             core.mmu.count_lru_distance();
         }
         if !V::MEMO {
@@ -302,7 +200,7 @@ impl<V: Variant> Core<V> {
         }
         // One copy of the probe loop per role when the roles' first-level TLBs differ in shape
         // (the lane count must be a constant of each copy).
-        let hit = if V::LITE {
+        let hit = if V::LRU_DISTANCE {
             self.mmu.probe_first_lru::<MEMO>(r, va)
         } else if S::LANES.l1d == S::LANES.l1i || r == 0 {
             self.mmu.probe_first::<MEMO>(S::LANES.l1d, r, va)
@@ -503,10 +401,10 @@ impl<V: Variant> Core<V> {
     /// Simulate the accesses `lo..hi` of `b` (no side event among them), at addresses `addr`
     /// (`b.addr[lo..hi]`, relocated if the mosaic relocates).
     fn run_range<const DATA: bool, S: Shape>(&mut self, addr: &[u64], kind: &[u8]) -> Result<(), SimError> {
-        let r = if V::DIRECT {
-            debug_assert!(!<V::Observer as AccessObserver>::ACTIVE, "a DIRECT loop has no observer");
+        let r = if <V::Handler as MissHandler>::TRANSLATES_ALL {
+            debug_assert!(!<V::Observer as AccessObserver>::ACTIVE, "a handler's own loop has no observer");
             let mut cx = miss_cx!(self);
-            V::run_direct::<DATA>(&mut self.handler, &mut cx, addr, kind, self.va_mask, &mut self.data_cycles)
+            self.handler.run_direct::<DATA, V::Backend>(&mut cx, addr, kind, self.va_mask, &mut self.data_cycles)
         } else {
             self.run_accesses::<DATA, S>(addr, kind)
         };

@@ -1,17 +1,18 @@
 //! The public face of the simulator: builds the compiled copy of the loop a configuration needs
 //! and dispatches to it once per batch; `simulate` runs a whole trace.
 
-use super::engine::{Core, General, HybridLoop, LiteLoop, MachLoop, Plain, PrismLoop, RainbowLoop, Staged, Variant};
+use super::engine::{Core, Parts, Variant};
 use super::epoch::EpochController;
-use super::observer::{AccessObserver, NoObserver};
 use super::result::SimResult;
 use super::shape;
-use super::tlbcount::TlbCounts;
 use crate::assembly::{self, Copy};
 use crate::config::{Config, WalkerKind};
+use crate::designs::tlbcount::TlbCounts;
 use crate::designs::Observer;
-use crate::mem::backend::Dram;
+use crate::mem::backend::{AnyBackend, Dram};
 use crate::mmu::hook::WalkHook;
+use crate::mmu::mach::MachHandler;
+use crate::mmu::observer::{AccessObserver, NoObserver};
 use crate::mmu::prism::Prism;
 use crate::mmu::walker::{AnyHandler, RadixWalker, SoftwareHandler};
 use crate::os::{Os, SimError};
@@ -31,6 +32,17 @@ pub enum Error {
     #[error("simulator invariant violated: {0} (a bug in xlat; please report it with the trace and configuration)")]
     Invariant(String),
 }
+
+// The copies of the loop the assembly room's table names (`crate::assembly::Copy`), as the
+// engine's parts: handler, backend, observer, staged probe, LRU distances.
+type Plain = Parts<RadixWalker, Dram, NoObserver, false, false>;
+type Staged = Parts<RadixWalker, Dram, NoObserver, true, false>;
+type LruDistances = Parts<RadixWalker, Dram, NoObserver, true, true>;
+type PlainPrism = Parts<RadixWalker, Dram, Prism, false, false>;
+type HandlerOnly = Parts<MachHandler, Dram, NoObserver, false, false>;
+type HybridMemory<O> = Parts<RadixWalker, crate::mem::hybrid::HybridMemory, O, false, false>;
+type RainbowMemory<O> = Parts<RadixWalker, crate::mem::rainbow::RainbowMemory, O, false, false>;
+type General<O> = Parts<AnyHandler, AnyBackend, O, true, false>;
 
 /// What the public face needs of a compiled copy (one virtual call per batch).
 trait Engine: Send {
@@ -112,10 +124,10 @@ impl Simulator {
         let sim = match (plan.copy, plan.observer) {
             (Copy::Plain, _) => Self::radix::<Plain>(cfg, Copy::Plain, NoObserver)?,
             (Copy::Staged, _) => Self::radix::<Staged>(cfg, Copy::Staged, NoObserver)?,
-            (Copy::Lite, _) => Self::radix::<LiteLoop>(cfg, Copy::Lite, NoObserver)?,
-            (Copy::Prism, _) => Self::radix::<PrismLoop>(cfg, Copy::Prism, Prism::new(cfg))?,
+            (Copy::Lite, _) => Self::radix::<LruDistances>(cfg, Copy::Lite, NoObserver)?,
+            (Copy::Prism, _) => Self::radix::<PlainPrism>(cfg, Copy::Prism, Prism::new(cfg))?,
             (Copy::Mach, _) => {
-                let core = Core::<MachLoop>::new(cfg, crate::mmu::mach::MachHandler::new(cfg), Dram, NoObserver)?;
+                let core = Core::<HandlerOnly>::new(cfg, MachHandler::new(cfg), Dram, NoObserver)?;
                 Simulator { engine: Box::new(core), variant: Copy::Mach.name() }
             }
             (Copy::Hybrid | Copy::Rainbow, Observer::TlbCounts) => {
@@ -180,11 +192,11 @@ impl Simulator {
     fn hybrid<O: AccessObserver + 'static>(cfg: &Config, copy: Copy, obs: O) -> Result<Simulator, Error> {
         if copy == Copy::Rainbow {
             let mem = crate::mem::rainbow::RainbowMemory::new(cfg);
-            let core = Core::<RainbowLoop<O>>::new(cfg, RadixWalker::new(cfg), mem, obs)?;
+            let core = Core::<RainbowMemory<O>>::new(cfg, RadixWalker::new(cfg), mem, obs)?;
             return Ok(Simulator { engine: Box::new(core), variant: copy.name() });
         }
         let mem = crate::mem::hybrid::HybridMemory::new(cfg);
-        let core = Core::<HybridLoop<O>>::new(cfg, RadixWalker::new(cfg), mem, obs)?;
+        let core = Core::<HybridMemory<O>>::new(cfg, RadixWalker::new(cfg), mem, obs)?;
         Ok(Simulator { engine: Box::new(core), variant: copy.name() })
     }
 

@@ -6,7 +6,7 @@
 //! It plugs in at the miss-handler seam: a configuration with `[mach]` has no page TLBs in the
 //! MMU, so every access reaches [`MachHandler::handle`], which looks it up in its own TLB (tagged
 //! with the address space; kernel entries global) and runs the miss handlers on a miss. The loop
-//! is its own compiled copy (`MachLoop`, sim/engine.rs).
+//! is its own compiled copy (`mach`: `MissHandler::TRANSLATES_ALL`, `run_direct`).
 //!
 //! Addresses (the engine hands over the low 48 bits; docs/mach.md has the contract's layout):
 //! user below 2^47 (per address space); kseg0 `[KSEG0, KSEG2)` unmapped, physical = va - KSEG0;
@@ -457,6 +457,20 @@ impl MachHandler {
 }
 
 impl MissHandler for MachHandler {
+    const TRANSLATES_ALL: bool = true;
+
+    #[inline(always)]
+    fn run_direct<const DATA: bool, B: Backend>(
+        &mut self,
+        cx: &mut MissCx<'_, B>,
+        addr: &[u64],
+        kind: &[u8],
+        va_mask: u64,
+        data_cycles: &mut u64,
+    ) -> Result<(), SimError> {
+        self.run::<DATA, B>(cx, addr, kind, va_mask, data_cycles)
+    }
+
     #[inline(always)]
     fn handle<S: Shape, B: Backend>(
         &mut self,

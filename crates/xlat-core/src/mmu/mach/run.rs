@@ -1,5 +1,5 @@
 //! The Mach machine's own loop over a range of accesses ([`crate::sim::engine`]'s
-//! `Variant::DIRECT`): each access translated by the software-managed TLB (a hit inline, the
+//! `MissHandler::TRANSLATES_ALL`): each access translated by the software-managed TLB (a hit inline, the
 //! miss handlers out of line), then its data access through the caches. The counts of the hit
 //! path are kept in locals and added at the range's end; when the caches are the configs'
 //! single direct-mapped level ([`Caches::direct`]), data accesses and handler loads probe it

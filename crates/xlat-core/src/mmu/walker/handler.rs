@@ -58,6 +58,27 @@ fn fault(os: &mut Os, mmu: &mut Mmu, inval: &mut Vec<Invalidation>, va: u64) -> 
 
 /// A handler of last-level TLB misses.
 pub trait MissHandler: Counters + Send {
+    /// Whether the handler translates every access itself (it holds the machine's only TLB:
+    /// `[mach]`, no page TLBs in the MMU): each range of accesses then runs through
+    /// [`MissHandler::run_direct`], with no first-level probe, memo, deep probe or fill.
+    const TRANSLATES_ALL: bool = false;
+
+    /// The handler's own loop when [`MissHandler::TRANSLATES_ALL`]: translate the accesses
+    /// `addr` (kinds `kind`, addresses masked with `va_mask`) and, if `DATA`, access their data
+    /// through the caches, adding its latency to `data_cycles`; the counts complete even on an
+    /// error.
+    #[inline(always)]
+    fn run_direct<const DATA: bool, B: Backend>(
+        &mut self,
+        _cx: &mut MissCx<'_, B>,
+        _addr: &[u64],
+        _kind: &[u8],
+        _va_mask: u64,
+        _data_cycles: &mut u64,
+    ) -> Result<(), SimError> {
+        unreachable!("only a handler that translates every access runs its own loop")
+    }
+
     /// Translate `va` (role `r`: 0 data, 1 instruction) after every TLB missed: the first frame
     /// and the size of its page, faulting the page in first if it is not mapped, with the
     /// miss's loads and cycles counted. The caller fills the TLBs.

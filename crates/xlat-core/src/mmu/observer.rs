@@ -1,6 +1,7 @@
 //! Access observers: code that sees every access after its translation (PRISM's sub-page
-//! access and dirty bits, Rainbow's per-page counters, Lite's LRU distances). The simulator's
-//! loop is generic over the observer; [`NoObserver`] (the default) is zero-size and its calls
+//! access and dirty bits, `mmu/prism.rs`; HSCC's counting in the TLB, `designs/tlbcount.rs`).
+//! The trait lives with the MMU, below the engine (`crate::sim::observer` re-exports it). The
+//! simulator's loop is generic over the observer; [`NoObserver`] (the default) is zero-size and its calls
 //! compile to nothing, so the plain loop carries no observer code.
 
 use crate::mem::backend::Backend;

@@ -3,10 +3,10 @@
 //! (HSCC keeps the counter in the TLB entry and writes it back to the page-table entry when the
 //! entry leaves the TLB; per interval the sum is the same, so the counts are kept per frame
 //! here directly). An access observer of the hybrid loop; the migration controller
-//! (`sim/hybrid.rs`) takes the counts at each interval.
+//! (`designs/hybrid.rs`) takes the counts at each interval.
 
-use super::observer::{AccessObserver, Observed, Translated};
 use crate::mem::hybrid::{FrameCounts, PageCount};
+use crate::mmu::observer::{AccessObserver, Observed, Translated};
 use crate::stats::{Counters, Sink};
 
 /// References waiting to be counted: each access's count is prefetched and applied this many
