@@ -1,6 +1,6 @@
 """Every pair of designs either runs or is refused with the same sentence by ``Run.check()``,
 ``xlat.simulate()`` and ``xlat sim``: the conflicts come from the assembly room's plan
-(crates/xlat-core/src/assembly.rs), which the configuration's checks and the simulator share.
+(crates/xlat-core/src/assembly/plan.rs), which the configuration's checks and the simulator share.
 
 Each design is the part of a reference configuration that makes it (its sections and keys,
 copied over the Skylake preset, and the sections it replaces removed); a pair is both parts on
@@ -127,7 +127,7 @@ def test_every_pair_runs_or_gets_one_sentence_everywhere(tmp_path, xlat_cli):
     assert set(seen) - plan == SECTION_REFUSES, sorted((set(seen) - plan) ^ SECTION_REFUSES)
 
 
-# No copy of the loop serves both designs' claims (assembly.rs's COPIES).
+# No copy of the loop serves both designs' claims (COPIES in assembly/plan.rs).
 PLAN_REFUSES: set[tuple[str, str]] = {
     ("range_tlb", "hscc"),
     ("range_tlb", "rainbow"),

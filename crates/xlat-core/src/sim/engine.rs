@@ -47,7 +47,7 @@ use xlat_trace::{Batch, Marker, SideBody};
 
 /// What one compiled copy of the loop is specialised for: its parts, and what the loop
 /// compiles in besides them. The engine knows no design: the assembly room names the copies
-/// (`sim/simulator.rs` builds them from `crate::assembly`'s plan).
+/// (`assembly/simulator.rs` builds them from `crate::assembly`'s plan).
 pub trait Variant: 'static {
     type Handler: MissHandler;
     type Backend: Backend;

@@ -9,21 +9,18 @@
 //! - [`observer`]: code that sees every access (zero-size by default; the trait lives with the
 //!   MMU, `crate::mmu::observer`, whose PRISM implements it; re-exported here);
 //! - [`result`]: the counters of every component, derived figures, invariants, the result;
-//! - [`parallel`]: several configurations over one trace on several threads.
 //!
-//! [`Simulator`] is the public face: it builds the copy of the loop that the assembly room's
-//! plan (`crate::assembly`) names for the configuration's designs, adds their controllers, and
-//! dispatches to the copy once per batch.
+//! [`Simulator`], the public face, and [`simulate_many`] are the assembly room's
+//! (`crate::assembly`), re-exported here: the simulator is built there, the copy of the loop
+//! its plan names for the configuration's designs, with their controllers and walk hooks.
 
 pub mod engine;
 pub mod epoch;
-mod parallel;
 pub mod result;
 pub mod shape;
-mod simulator;
 
+pub use crate::assembly::parallel::simulate_many;
+pub use crate::assembly::simulator::{open_source, run, simulate, Error, Simulator};
 pub use crate::mmu::observer;
 pub use crate::mmu::walker::radix::TABLE_NAMES;
-pub use parallel::simulate_many;
 pub use result::{Series, SimResult, SCHEMA, SCHEMA_VERSION};
-pub use simulator::{open_source, run, simulate, Error, Simulator};

@@ -1,8 +1,8 @@
 //! Several configurations over one trace, on several threads.
 
-use super::result::SimResult;
 use super::simulator::{open_source, simulate, Error};
 use crate::config::Config;
+use crate::sim::result::SimResult;
 
 /// Simulate `trace` (a path or workload spec) under each configuration, on up to `threads`
 /// threads; results in configuration order, identical for any thread count. When there are at

@@ -1,11 +1,8 @@
-//! The public face of the simulator: builds the compiled copy of the loop a configuration needs
-//! and dispatches to it once per batch; `simulate` runs a whole trace.
+//! The public face of the simulator (`crate::sim::Simulator`): builds the compiled copy of the
+//! loop the plan names, each part from its own section, adds the designs' controllers and walk
+//! hooks, and dispatches to the copy once per batch; `simulate` runs a whole trace.
 
-use super::engine::{Core, Parts, Variant};
-use super::epoch::EpochController;
-use super::result::SimResult;
-use super::shape;
-use crate::assembly::{self, Copy};
+use super::plan::{self as assembly, Copy};
 use crate::config::{Config, WalkerKind};
 use crate::designs::tlbcount::TlbCounts;
 use crate::designs::Observer;
@@ -16,6 +13,10 @@ use crate::mmu::observer::{AccessObserver, NoObserver};
 use crate::mmu::prism::Prism;
 use crate::mmu::walker::{AnyHandler, RadixWalker, SoftwareHandler};
 use crate::os::{Os, SimError};
+use crate::sim::engine::{Core, Parts, Variant};
+use crate::sim::epoch::EpochController;
+use crate::sim::result::SimResult;
+use crate::sim::shape;
 use std::collections::BTreeMap;
 use xlat_trace::{Batch, EventSource};
 
