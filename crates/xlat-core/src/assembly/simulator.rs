@@ -133,8 +133,7 @@ impl Simulator {
             }
             (Copy::Hybrid | Copy::Rainbow, Observer::TlbCounts) => {
                 let h = cfg.hybrid.as_ref().expect("TLB counting is [hybrid]'s");
-                let group = if h.granularity == crate::config::Granularity::Page2M { 512 } else { 1 };
-                Self::hybrid(cfg, plan.copy, TlbCounts::new((cfg.memory.size.0 >> 12) as usize, group))?
+                Self::hybrid(cfg, plan.copy, TlbCounts::for_hybrid(h, cfg.memory.frames()))?
             }
             (Copy::Hybrid | Copy::Rainbow, _) => Self::hybrid(cfg, plan.copy, NoObserver)?,
             (Copy::General, Observer::Prism) => Self::general(cfg, Prism::new(cfg))?,

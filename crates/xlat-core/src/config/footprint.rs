@@ -27,7 +27,7 @@ pub fn footprint(cfg: &Config) -> Vec<(String, u64)> {
         let lines = c.size.0 / c.line.max(1);
         v.push((format!("cache '{}'", c.name), lines.saturating_mul(CACHE_ENTRY)));
     }
-    let blocks = (cfg.memory.size.0 / 4096) >> cfg.memory.max_order.min(9);
+    let blocks = cfg.memory.frames() >> cfg.memory.max_order.min(9);
     v.push(("the buddy allocator's free lists".into(), blocks.saturating_mul(FREE_BLOCK)));
     v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     v

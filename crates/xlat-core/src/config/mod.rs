@@ -232,6 +232,53 @@ impl Config {
             return err(format!("config '{c}': at least one [[tlb]] is needed."));
         }
         let mut names = std::collections::HashSet::new();
+        let max_level = self.validate_tlbs(&mut names)?;
+        self.validate_baselines(max_level)?;
+        if let Some(p) = self.prism() {
+            p.validate(&self.name)?;
+            if self.os.metadata != MetadataPolicy::Registry {
+                return err(format!(
+                    "config '{}': prism needs os.metadata = \"registry\" (the MREs live in the metadata registry's pages).",
+                    self.name
+                ));
+            }
+        }
+        self.validate_pscs_and_caches(&mut names)?;
+        self.validate_walker()?;
+        if let Some(l) = &self.lite {
+            l.validate(c, self.walker.kind == WalkerKind::Radix, &self.tlb)?;
+        }
+        if let Some(p) = &self.tlb_prefetch {
+            p.validate(c, &self.tlb)?;
+        }
+        if let Some(h) = &self.hybrid {
+            h.validate(c, self.memory.kinds.len(), self.sim.data_through_caches, self.os.policy == Policy::Thp)?;
+            if self.cache.last().is_none_or(|l| l.line != 64) {
+                return err(format!(
+                    "config '{c}': [hybrid] needs at least one [[cache]] level, the last with 64-byte lines (its dirty lines are tracked by 64-byte line)."
+                ));
+            }
+        }
+        if self.sim.contiguity_threshold == 0 {
+            return err(format!("config '{c}': sim.contiguity_threshold = 0 must be at least 1 page."));
+        }
+        if !(0.0..=bounds::MAX_CPI).contains(&self.sim.base_cpi) {
+            let (v, max) = (self.sim.base_cpi, bounds::MAX_CPI);
+            return err(format!("config '{c}': sim.base_cpi = {v:?} must be between 0 and {max}."));
+        }
+        let v = serde_json::to_value(self).map_err(|e| ConfigError(format!("config '{c}': {e}")))?;
+        if let Err(e) = bounds::check(&v, "") {
+            return err(format!("config '{c}': {e}."));
+        }
+        if self.sim.interval_accesses > 0 && self.sim.interval_instructions > 0 {
+            return err(format!("config '{c}': set only one of sim.interval_accesses and sim.interval_instructions."));
+        }
+        self.validate_layout()
+    }
+
+    /// `[[tlb]]` and `[[range_tlb]]`: names (into `names`), geometry, levels; the deepest level.
+    fn validate_tlbs(&self, names: &mut std::collections::HashSet<String>) -> Result<u32> {
+        let c = &self.name;
         for (i, t) in self.tlb.iter().enumerate() {
             let w = format!("config '{c}': tlb '{}' (tlb[{i}])", t.name);
             if !names.insert(format!("tlb.{}", t.name)) {
@@ -267,16 +314,12 @@ impl Config {
                 ));
             }
         }
-        self.validate_baselines(max_level)?;
-        if let Some(p) = self.prism() {
-            p.validate(&self.name)?;
-            if self.os.metadata != MetadataPolicy::Registry {
-                return err(format!(
-                    "config '{}': prism needs os.metadata = \"registry\" (the MREs live in the metadata registry's pages).",
-                    self.name
-                ));
-            }
-        }
+        Ok(max_level)
+    }
+
+    /// `[[psc]]` and `[[cache]]`: names (beside the TLBs' in `names`), geometry.
+    fn validate_pscs_and_caches(&self, names: &mut std::collections::HashSet<String>) -> Result<()> {
+        let c = &self.name;
         for (i, p) in self.psc.iter().enumerate() {
             let w = format!("config '{c}': psc '{}' (psc[{i}])", p.name);
             if !names.insert(format!("psc.{}", p.name)) {
@@ -303,6 +346,12 @@ impl Config {
             }
             check_geometry(&w, k.size.0 / k.line, k.ways, k.replacement)?;
         }
+        Ok(())
+    }
+
+    /// `[walker]`: the first cache it names, and what each kind needs.
+    fn validate_walker(&self) -> Result<()> {
+        let c = &self.name;
         if let Some(f) = &self.walker.first_cache {
             if !self.cache.iter().any(|k| &k.name == f) {
                 return err(format!("config '{c}': walker.first_cache = '{f}' names no [[cache]]."));
@@ -329,34 +378,12 @@ impl Config {
                 }
             }
         }
-        if let Some(l) = &self.lite {
-            l.validate(c, self.walker.kind == WalkerKind::Radix, &self.tlb)?;
-        }
-        if let Some(p) = &self.tlb_prefetch {
-            p.validate(c, &self.tlb)?;
-        }
-        if let Some(h) = &self.hybrid {
-            h.validate(c, self.memory.kinds.len(), self.sim.data_through_caches, self.os.policy == Policy::Thp)?;
-            if self.cache.last().is_none_or(|l| l.line != 64) {
-                return err(format!(
-                    "config '{c}': [hybrid] needs at least one [[cache]] level, the last with 64-byte lines (its dirty lines are tracked by 64-byte line)."
-                ));
-            }
-        }
-        if self.sim.contiguity_threshold == 0 {
-            return err(format!("config '{c}': sim.contiguity_threshold = 0 must be at least 1 page."));
-        }
-        if !(0.0..=bounds::MAX_CPI).contains(&self.sim.base_cpi) {
-            let (v, max) = (self.sim.base_cpi, bounds::MAX_CPI);
-            return err(format!("config '{c}': sim.base_cpi = {v:?} must be between 0 and {max}."));
-        }
-        let v = serde_json::to_value(self).map_err(|e| ConfigError(format!("config '{c}': {e}")))?;
-        if let Err(e) = bounds::check(&v, "") {
-            return err(format!("config '{c}': {e}."));
-        }
-        if self.sim.interval_accesses > 0 && self.sim.interval_instructions > 0 {
-            return err(format!("config '{c}': set only one of sim.interval_accesses and sim.interval_instructions."));
-        }
+        Ok(())
+    }
+
+    /// The mosaic layout and `os.pools_at`.
+    fn validate_layout(&self) -> Result<()> {
+        let c = &self.name;
         if self.os.policy == Policy::Mosaic && self.layout.is_none() {
             return err(format!("config '{c}': os.policy = \"mosaic\" needs a layout (--layout FILE)."));
         }

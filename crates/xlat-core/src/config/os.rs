@@ -209,6 +209,13 @@ pub struct MemoryConfig {
     pub kinds: Vec<MemoryKind>,
 }
 
+impl MemoryConfig {
+    /// The 4KB frames of the whole memory (every kind together).
+    pub fn frames(&self) -> u64 {
+        self.size.0 >> 12
+    }
+}
+
 /// One kind of physical memory (`[[memory.kinds]]`): a contiguous range of frames.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -232,6 +239,13 @@ pub struct MemoryKind {
     /// Static (leakage and refresh) power (milliwatts).
     #[serde(default)]
     pub static_power_mw: f64,
+}
+
+impl MemoryKind {
+    /// The 4KB frames of this kind.
+    pub fn frames(&self) -> u64 {
+        self.size.0 >> 12
+    }
 }
 
 impl std::hash::Hash for MemoryKind {

@@ -5,6 +5,7 @@
 //! here directly). An access observer of the hybrid loop; the migration controller
 //! (`designs/hybrid.rs`) takes the counts at each interval.
 
+use crate::config::{Granularity, HybridConfig};
 use crate::mem::hybrid::{FrameCounts, PageCount};
 use crate::mmu::observer::{AccessObserver, Observed, Translated};
 use crate::stats::{Counters, Sink};
@@ -27,6 +28,13 @@ pub struct TlbCounts {
 }
 
 impl TlbCounts {
+    /// HSCC's counting in the TLB as `[hybrid]` configures it, over `frames` 4KB frames: by
+    /// 4KB page, or by 2MB page with `hybrid.granularity = "2MB"`.
+    pub fn for_hybrid(h: &HybridConfig, frames: u64) -> TlbCounts {
+        let group = if h.granularity == Granularity::Page2M { 512 } else { 1 };
+        TlbCounts::new(frames as usize, group)
+    }
+
     /// Counts over `frames` 4KB frames of physical memory, by page of `page_frames` frames (1
     /// or 512).
     pub fn new(frames: usize, page_frames: u64) -> TlbCounts {

@@ -170,8 +170,8 @@ impl HybridMemory {
         use crate::config::MigrationPolicy;
         let h = cfg.hybrid.clone().unwrap_or_default();
         let tracking = h.migration != MigrationPolicy::None;
-        let frames = (cfg.memory.size.0 >> 12) as usize;
-        let dram_frames = cfg.memory.kinds[0].size.0 >> 12;
+        let frames = cfg.memory.frames() as usize;
+        let dram_frames = cfg.memory.kinds[0].frames();
         let counting = match h.migration {
             MigrationPolicy::None => PageCounting::Off,
             MigrationPolicy::Utility => PageCounting::Frames(FrameCounts::new(frames)),

@@ -84,7 +84,7 @@ impl RainbowMemory {
         let hybrid = HybridMemory::new(cfg);
         let h = &hybrid.cfg;
         let nvm_base = hybrid.dram_frames();
-        let frames = cfg.memory.size.0 >> 12;
+        let frames = cfg.memory.frames();
         let bitmap = SetAssoc::new_tags_only(
             h.bitmap_cache_entries as usize,
             h.bitmap_cache_ways as usize,

@@ -177,7 +177,7 @@ impl Prism {
             cfg: p,
             slots: Vec::new(),
             slot_of: FxHashMap::default(),
-            by_frame: vec![0; (cfg.memory.size.0 >> 21) as usize + 1],
+            by_frame: vec![0; (cfg.memory.frames() >> 9) as usize + 1],
             regions: FxHashMap::default(),
             s: Stats { mre_loads_at: vec![0; hit_names.len()], ..Default::default() },
             hit_names,

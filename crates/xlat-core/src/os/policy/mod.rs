@@ -64,7 +64,7 @@ impl Policies {
                 TieringPolicy::LowestFirst => Box::new(LowestFirst),
                 TieringPolicy::HighestFirst => Box::new(HighestFirst),
                 TieringPolicy::Interleave => {
-                    Box::new(Interleave::new(cfg.memory.kinds.iter().map(|k| k.size.0 >> 12).collect()))
+                    Box::new(Interleave::new(cfg.memory.kinds.iter().map(|k| k.frames()).collect()))
                 }
             },
             reclaim: match o.reclaim {
