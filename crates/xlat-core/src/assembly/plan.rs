@@ -166,8 +166,8 @@ fn merge(all: &[Claims]) -> Option<Claims> {
     Some(m)
 }
 
-/// The first copy that serves every claim in `all`.
-fn serve(all: &[Claims]) -> Option<Copy> {
+/// The first copy that serves every claim in `all`, and the claims merged.
+fn serve(all: &[Claims]) -> Option<(Copy, Claims)> {
     let m = merge(all)?;
     let (h, b, o) = (m.handler.unwrap_or(H::Radix), m.backend.unwrap_or(B::Dram), m.observer.unwrap_or(O::None));
     COPIES
@@ -180,7 +180,7 @@ fn serve(all: &[Claims]) -> Option<Copy> {
                 && s.lru_distance == m.lru_distance
                 && s.no_memo == m.no_memo
         })
-        .map(|s| s.copy)
+        .map(|s| (s.copy, m))
 }
 
 /// The caller's own access observer, as a design of the plan (`Simulator::with_observer`).
@@ -210,8 +210,8 @@ pub fn plan(cfg: &Config, external: bool) -> Result<Plan> {
         ds.push(&EXTERNAL);
     }
     let claims: Vec<Claims> = ds.iter().map(|d| (d.claims)(cfg)).collect();
-    if let Some(copy) = serve(&claims) {
-        let observer = merge(&claims).and_then(|m| m.observer).unwrap_or(O::None);
+    if let Some((copy, merged)) = serve(&claims) {
+        let observer = merged.observer.unwrap_or(O::None);
         ds.retain(|d| !std::ptr::eq(*d, &EXTERNAL));
         return Ok(Plan { copy, designs: ds, observer });
     }
@@ -317,7 +317,7 @@ mod tests {
         assert!(serve(&[a, b]).is_some() && serve(&[a, c]).is_some());
         assert_eq!(serve(&[b, c]), None);
         assert_eq!(serve(&[a, b, c]), None);
-        assert_eq!(serve(&[]), Some(Copy::Plain));
+        assert_eq!(serve(&[]).map(|s| s.0), Some(Copy::Plain));
         assert_eq!(merge(&[c, Claims { observer: Some(O::TlbCounts), ..Claims::default() }]), None);
     }
 }

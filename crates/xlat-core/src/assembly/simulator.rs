@@ -118,10 +118,11 @@ impl Simulator {
     /// claims of its designs (`crate::assembly`), each part built from its own section, and
     /// the designs' epoch controllers.
     pub fn new(cfg: &Config) -> Result<Simulator, Error> {
-        cfg.validate()?;
+        // `Config::validate`'s checks in its order, keeping the plan it makes.
+        cfg.validate_sections()?;
+        let plan = assembly::plan(cfg, false)?;
         // Before anything is allocated: refuse what does not fit in the host's memory.
         crate::config::footprint::check_host_memory(cfg, crate::config::footprint::mem_available())?;
-        let plan = assembly::plan(cfg, false)?;
         let sim = match (plan.copy, plan.observer) {
             (Copy::Plain, _) => Self::radix::<Plain>(cfg, Copy::Plain, NoObserver)?,
             (Copy::Staged, _) => Self::radix::<Staged>(cfg, Copy::Staged, NoObserver)?,

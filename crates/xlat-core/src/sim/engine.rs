@@ -9,9 +9,9 @@
 //! handled by the OS model inside the miss handler, before its loads.
 //!
 //! The loop is compiled per [`Variant`] (miss handler, memory backend, observer, whether range
-//! TLBs can sit in the miss path, whether first-level hits count their LRU distance), per [`Shape`] (the structures' geometry as constants) and
-//! per data-caching and memo state, so that the plain configuration's copy contains none of
-//! the other designs' code.
+//! TLBs can sit in the miss path, whether first-level hits count their LRU distance), per
+//! [`Shape`] (the structures' geometry as constants) and per data-caching and memo state, so
+//! that the plain configuration's copy contains none of the other designs' code.
 
 use super::epoch::{EpochController, EpochCx, Epochs};
 use crate::mmu::observer::{AccessObserver, Observed, Translated, MEMO_HINTS};
