@@ -54,6 +54,11 @@ pub struct OsConfig {
     /// `memory.max_order`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eager_max_order: Option<u32>,
+    /// Eager paging: where a mapping's blocks start (`aligned`: virtual and physical addresses
+    /// agree modulo the largest page the page-size policy maps there; `any`: wherever the buddy
+    /// allocator has a block).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub eager_placement: EagerPlacement,
     /// Range translations kept in a per-process range table (RMM): `none` or `contiguous`.
     #[serde(default, skip_serializing_if = "is_default")]
     pub ranges: RangePolicy,
@@ -92,6 +97,21 @@ pub enum Allocation {
     /// The whole region at mmap/brk/mremap growth, with the largest free buddy blocks (RMM's
     /// eager paging, seed 000 Algorithm 4.1).
     Eager,
+}
+
+/// `os.eager_placement`: where eager paging starts a mapping's blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum EagerPlacement {
+    /// At the same offset modulo the largest page the page-size policy maps in the region as
+    /// the virtual address, so that huge pages fit (seed 000 section 4.4: ranges are redundant
+    /// to paging, which keeps its huge pages; the block is taken larger and its head returned,
+    /// the second enhancement of the section's algorithm).
+    #[default]
+    Aligned,
+    /// Wherever the buddy allocator has the largest free block (Algorithm 4.1 as printed): a
+    /// huge page fits only where the addresses happen to agree.
+    Any,
 }
 
 /// `os.ranges`: how range translations are created.
@@ -177,6 +197,7 @@ impl Default for OsConfig {
             pools_at: None,
             allocation: Allocation::Demand,
             eager_max_order: None,
+            eager_placement: EagerPlacement::Aligned,
             ranges: RangePolicy::None,
             range_threshold: default_range_threshold(),
             tiering: TieringPolicy::LowestFirst,

@@ -196,6 +196,16 @@ impl Kernel {
     /// taken right after the previous one (or after the frame of the page before `start`) when
     /// that memory is free (the coalescing enhancement the text suggests); otherwise the lowest
     /// largest free block.
+    ///
+    /// With aligned placement (the timing policy's default), a fresh block is placed so that
+    /// virtual and physical addresses agree modulo the largest page the page-size policy would
+    /// map in the rest of the region (2MB under THP, 1GB under the 1GB policy): the block is
+    /// taken at least that large and the region starts at the same offset inside it, the frames
+    /// before that offset go back to the buddy allocator (the thesis's second enhancement:
+    /// "request a block from a larger size free-list, assign the necessary pages, and return the
+    /// remaining blocks"). Ranges stay redundant to paging, which keeps its huge pages (section
+    /// 4.4). Without it, a block starts wherever the buddy allocator has one, and a huge page fits
+    /// only where the two addresses happen to agree.
     pub(super) fn populate(&mut self, start: u64, end: u64, inv: &mut Vec<Invalidation>) -> Result<(), SimError> {
         let Some(vma) = self.space().vma_at(start) else {
             return Ok(());
@@ -203,6 +213,7 @@ impl Kernel {
         let Some(max_order) = self.policies.timing.populate(&vma, start, end) else {
             return Ok(());
         };
+        let aligned = self.policies.timing.aligned();
         let end = end.min(vma.end);
         let mut va = start;
         let mut next = match start > vma.start {
@@ -212,18 +223,55 @@ impl Kernel {
         while va < end {
             let pages = (end - va) / PAGE;
             let want = max_order.min(63 - pages.leading_zeros());
-            let (pfn, order) = match next.and_then(|n| self.alloc_after(n, want)) {
-                Some(b) => b,
-                None => self.alloc_largest(want, va, inv)?,
+            // The congruence a huge page in the rest of the region needs (0: none fits).
+            let align = if aligned { self.eager_alignment(&vma, va, end, want) } else { 0 };
+            let mask = (1u64 << align) - 1;
+            let vpn = va / PAGE;
+            let congruent = |pfn: u64| (pfn ^ vpn) & mask == 0;
+            let (pfn, frames) = match next.filter(|&n| congruent(n)).and_then(|n| self.alloc_after(n, want)) {
+                Some((pfn, order)) => (pfn, 1u64 << order),
+                None => {
+                    let (block, order) = self.alloc_largest(want, va, inv)?;
+                    // A block smaller than the alignment cannot hold the huge page: use it whole.
+                    let skip = if order >= align { vpn & mask } else { 0 };
+                    self.free_span(block, block + skip);
+                    (block + skip, (1u64 << order) - skip)
+                }
             };
             self.stats.eager_blocks += 1;
-            let block_end = va + (PAGE << order);
+            let block_end = va + frames * PAGE;
             self.map_block(&vma, va, block_end, pfn, inv)?;
-            next = Some(pfn + (1 << order));
+            next = Some(pfn + frames);
             va = block_end;
         }
         self.ranges_mapped(start, end);
         Ok(())
+    }
+
+    /// log2 of the frames of the largest page the page-size policy would map in [va, end) of
+    /// `vma` (a page of that size aligned inside it, at most `2^max_order` frames), 0 if only
+    /// 4KB pages would.
+    fn eager_alignment(&self, vma: &Vma, va: u64, end: u64, max_order: u32) -> u32 {
+        let end = end.min(vma.end);
+        [PageSize::Size1G, PageSize::Size2M]
+            .into_iter()
+            .find(|&size| {
+                let b = size.bytes();
+                let base = va.next_multiple_of(b);
+                (b / PAGE).trailing_zeros() <= max_order
+                    && base + b <= end
+                    && self.page_size_for(vma, base) as usize >= size as usize
+            })
+            .map_or(0, |size| (size.bytes() / PAGE).trailing_zeros())
+    }
+
+    /// Give the frames [first, end) back to the buddy allocator as aligned blocks.
+    fn free_span(&mut self, mut first: u64, end: u64) {
+        while first < end {
+            let order = first.trailing_zeros().min(63 - (end - first).leading_zeros());
+            self.free_frames(first, order);
+            first += 1 << order;
+        }
     }
 
     /// Map the frames from `pfn0` on at [va0, vend) of `vma`: the largest page the policy allows

@@ -326,6 +326,42 @@ fn eager_paging_backs_mappings_with_large_contiguous_blocks() {
 }
 
 #[test]
+fn eager_paging_places_blocks_so_that_huge_pages_fit() {
+    // seed 000 section 4.4: ranges are redundant to paging, which keeps its huge pages. A 1GiB
+    // mapping on a fresh buddy allocator, 2MB-aligned: 512 2MB pages, one range.
+    let leaves = |sets: &[&str], a: u64, len: u64| {
+        let mut sets = sets.to_vec();
+        sets.extend(["os.allocation=eager", "os.ranges=contiguous"]);
+        let mut o = os_with("[memory]\nsize = \"8GiB\"\nmax_order = 20\n", &sets);
+        let mut inv = Vec::new();
+        mmap(&mut o, &mut inv, a, len);
+        let s = o.stats();
+        // Physically contiguous: every page's frame follows from the first.
+        let first = o.lookup(a).map(|(pfn, size)| pfn + ((a & (size.bytes() - 1)) >> 12)).unwrap();
+        assert!((0..len >> 21).all(|i| {
+            let va = a + (i << 21);
+            o.lookup(va).map(|(pfn, size)| pfn + ((va & (size.bytes() - 1)) >> 12)) == Some(first + (i << 9))
+        }));
+        (s.eager_4k, s.eager_2m, s.eager_1g, o.ranges().len())
+    };
+    let base = 0x7000_0000_0000u64;
+    assert_eq!(leaves(&["os.policy=thp"], base, 1 << 30), (0, 512, 0, 1));
+    // 291 pages past a 2MB boundary: 511 2MB pages between 221 4KB pages at the head and 291 at
+    // the tail, still one range (the block is taken whole and its first 291 frames returned).
+    let a = base + 291 * 4096;
+    assert_eq!(leaves(&["os.policy=thp"], a, 1 << 30), (512, 511, 0, 1));
+    // Algorithm 4.1 as printed (`any`): the 1GiB block starts 1GiB-aligned, the addresses 291
+    // pages past one, so no 2MB page fits.
+    assert_eq!(leaves(&["os.policy=thp", "os.eager_placement=any"], a, 1 << 30), (1 << 18, 0, 0, 1));
+    // The 1GB policy: a 2GiB mapping 3 2MB pages past a 1GB boundary holds one 1GB page,
+    // 2MB pages around it.
+    let a = base + (3 << 21);
+    assert_eq!(leaves(&["os.policy=1g"], a, 2 << 30), (0, 509 + 3, 1, 1));
+    // 4KB pages only: nothing to align, the block is used from its first frame.
+    assert_eq!(leaves(&[], a, 1 << 30), (1 << 18, 0, 0, 1));
+}
+
+#[test]
 fn eager_paging_gets_smaller_blocks_from_fragmented_memory() {
     let blocks = |frag: &str| {
         let mut o = os_with(

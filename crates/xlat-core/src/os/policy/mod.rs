@@ -24,7 +24,9 @@ pub use reclaim::{FifoReclaim, NoReclaim, Reclaim};
 pub use tiering::{HighestFirst, Interleave, LowestFirst, Tiering, ZoneOrder};
 pub use timing::{AllocationTiming, DemandPaging, EagerPaging};
 
-use crate::config::{Allocation, Config, MetadataPolicy, Policy, RangePolicy, ReclaimPolicy, TieringPolicy};
+use crate::config::{
+    Allocation, Config, EagerPlacement, MetadataPolicy, Policy, RangePolicy, ReclaimPolicy, TieringPolicy,
+};
 
 /// The policies an OS runs with: from the configuration ([`Policies::from_config`]), or any
 /// implementations installed from Rust before the run (`Os::with_policies`).
@@ -52,9 +54,10 @@ impl Policies {
             },
             timing: match o.allocation {
                 Allocation::Demand => Box::new(DemandPaging),
-                Allocation::Eager => {
-                    Box::new(EagerPaging { max_order: o.eager_max_order.unwrap_or(cfg.memory.max_order) })
-                }
+                Allocation::Eager => Box::new(EagerPaging {
+                    max_order: o.eager_max_order.unwrap_or(cfg.memory.max_order),
+                    aligned: o.eager_placement == EagerPlacement::Aligned,
+                }),
             },
             ranges: match o.ranges {
                 RangePolicy::None => Box::new(NoRanges),

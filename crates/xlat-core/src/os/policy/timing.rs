@@ -12,6 +12,11 @@ pub trait AllocationTiming: Send {
     /// Whether the new or grown part [start, end) of `vma` (after mmap, brk or mremap) is
     /// populated at once, and with buddy blocks of at most which order; None: on demand.
     fn populate(&self, vma: &Vma, start: u64, end: u64) -> Option<u32>;
+    /// Whether a populated region's blocks are placed so that virtual and physical addresses
+    /// agree modulo the largest page the page-size policy maps there (`os.eager_placement`).
+    fn aligned(&self) -> bool {
+        true
+    }
 }
 
 /// Linux's default (`os.allocation = "demand"`): pages are allocated on the first touch.
@@ -35,6 +40,8 @@ impl AllocationTiming for DemandPaging {
 /// mappings stay demand-paged (the page cache fills them as the file is read).
 pub struct EagerPaging {
     pub max_order: u32,
+    /// `os.eager_placement = "aligned"` (true) or `"any"`.
+    pub aligned: bool,
 }
 
 impl AllocationTiming for EagerPaging {
@@ -43,5 +50,8 @@ impl AllocationTiming for EagerPaging {
     }
     fn populate(&self, vma: &Vma, _: u64, _: u64) -> Option<u32> {
         matches!(vma.kind, VmaKind::Heap | VmaKind::Anon | VmaKind::Hugetlb(_)).then_some(self.max_order)
+    }
+    fn aligned(&self) -> bool {
+        self.aligned
     }
 }
