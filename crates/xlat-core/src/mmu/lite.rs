@@ -19,17 +19,19 @@ impl Mmu {
         self.lru_dist.get(i).copied().unwrap_or_default()
     }
 
-    /// Probe role `r`'s first-level TLBs for `va`, counting the LRU distance of a hit; returns
-    /// (frame, page size index). With `MEMO`, a hit enters the memo of MRU hits as in
-    /// [`Mmu::probe_first`]: an access through the memo re-hits its set's MRU entry (distance
-    /// 0, counter `[0]`, which Lite never reads), so the memo loses no count Lite uses.
+    /// Probe role `r`'s first-level TLBs for `va`, counting the LRU distance of a hit if
+    /// `utility` (not when an L1-range TLB looked up in parallel hit too: disabling the page
+    /// TLB's ways would have cost no miss, seed 000 section 5.4.3); returns (frame, page size
+    /// index). With `MEMO`, a hit enters the memo of MRU hits as in [`Mmu::probe_first`]: an
+    /// access through the memo re-hits its set's MRU entry (distance 0, counter `[0]`, which
+    /// Lite never reads), so the memo loses no count Lite uses.
     #[inline(always)]
-    pub fn probe_first_lru<const MEMO: bool>(&mut self, r: usize, va: u64) -> Option<(u64, u8)> {
+    pub fn probe_first_lru<const MEMO: bool>(&mut self, r: usize, va: u64, utility: bool) -> Option<(u64, u8)> {
         let (tag, rbit) = (self.tag, (r as u64) << 63);
         for k in 0..self.fast_live[r].len() {
             let p = self.fast_live[r][k];
             if let Some((pfn, w, set)) = self.tlbs[p.tlb as usize].probe_way::<MEMO>(va, p.shift, p.size_bits, tag) {
-                self.lru_dist[p.tlb as usize][lru_counter(w)] += 1;
+                self.lru_dist[p.tlb as usize][lru_counter(w)] += utility as u64;
                 if MEMO {
                     let h = MemoHit { tlb: p.tlb, set: set as u32, size: p.size, pfn };
                     self.memo.insert(&mut self.tlbs, va, rbit, p.shift, h);

@@ -87,6 +87,9 @@ pub struct Mmu {
     lru_dist: Vec<[u64; 5]>,
     /// Range TLBs, each with its configured stage (1-based level).
     ranges: Vec<(RangeTlb, u32)>,
+    /// Per role: the range TLBs of its first route level (L1-range TLBs), looked up with the
+    /// first-level page TLBs on every access ([`Mmu::probe_first_ranges`]).
+    first_ranges: [Vec<usize>; 2],
     /// Section 4.8's baselines, each with its stage: the clustered TLB and the direct segment
     /// (the `extra` stages of the routes, in that order).
     cluster: Option<(ClusterTlb, u32)>,
@@ -166,6 +169,7 @@ impl Mmu {
                     _ => None,
                 }
             }),
+            first_ranges: std::array::from_fn(|r| routes.ranges[r].first().cloned().unwrap_or_default()),
             ranges,
             cluster,
             segment,
@@ -295,6 +299,28 @@ impl Mmu {
         None
     }
 
+    /// Whether role `r` has range TLBs at its first route level.
+    #[inline(always)]
+    pub fn has_first_ranges(&self, r: usize) -> bool {
+        !self.first_ranges[r].is_empty()
+    }
+
+    /// Look up role `r`'s first-level range TLBs for `va` (seed 000 section 5.4.3: the L1-range
+    /// TLB "is accessed on every memory operation in parallel with the L1-page TLBs"): every one
+    /// counts its hit; the frame of `va`'s 4KB page from the first that hit. Their lookups are
+    /// the first level's (every access). A hit fills nothing: the translation comes from the
+    /// range entry.
+    #[inline]
+    pub fn probe_first_ranges(&mut self, r: usize, va: u64) -> Option<u64> {
+        let tag = self.tag;
+        let mut found = None;
+        for &i in &self.first_ranges[r] {
+            let pfn = self.ranges[i].0.probe(va, tag);
+            found = found.or(pfn);
+        }
+        found
+    }
+
     /// Count a first-level miss of role `r`.
     #[inline(always)]
     pub fn count_first_miss(&mut self, r: usize) {
@@ -333,9 +359,9 @@ impl Mmu {
         found
     }
 
-    /// [`Mmu::probe_deep`] with range TLBs: first the L1 range TLBs (stage 1: probed in
-    /// parallel with the first-level page TLBs, which missed; a hit is a first-level hit after
-    /// all, returned as level 0), then level by level, the page TLBs and then every other
+    /// [`Mmu::probe_deep`] with range TLBs: level by level (the first level's range TLBs were
+    /// looked up with its page TLBs, [`Mmu::probe_first_ranges`]; a clustered TLB or direct
+    /// segment at the first level is probed here, its hit returned as level 0), the page TLBs and then every other
     /// structure of the level (range TLBs, then the clustered TLB and the direct segment: all
     /// probed, as in parallel); a page-TLB hit wins over the others' hits at the same level (all
     /// count their hit). A range hit translates the 4KB page of `va` and fills the range TLBs
@@ -387,6 +413,8 @@ impl Mmu {
                 let side = self.routes.sides[r][j];
                 j += 1;
                 let pfn = match side.kind {
+                    // The first level's range TLBs were looked up with its page TLBs.
+                    SideKind::Range(_) if level == 0 => None,
                     SideKind::Range(i) => self.ranges[i as usize].0.probe_entry(va, tag).map(|e| {
                         range = range.or(Some(e));
                         e.pfn + ((va - e.base) >> 12)
@@ -465,8 +493,12 @@ impl Mmu {
     pub fn translate_nested<S: Shape>(&mut self, r: usize, va: u64) -> Option<u64> {
         self.nested_lookups[r] += 1;
         let lanes = if r == 0 { S::LANES.l1d } else { S::LANES.l1i };
+        let range = if self.has_first_ranges(r) { self.probe_first_ranges(r, va) } else { None };
         if let Some((pfn, size)) = self.probe_first::<false>(lanes, r, va) {
             return Some(pfn + ((va & (PageSize::from_index(size as usize).bytes() - 1)) >> 12));
+        }
+        if range.is_some() {
+            return range;
         }
         self.l1_misses[r] += 1;
         let (l, pfn, s) = self.probe_deep::<S>(r, va, true)?;

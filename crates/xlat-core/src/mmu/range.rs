@@ -1,9 +1,10 @@
 //! A range TLB: a small fully associative cache of range translations, each a virtual range
 //! [BASE, LIMIT) mapped to physically contiguous memory starting at a frame (RMM, seed 000
 //! chapter 4: range TLBs beside the page TLBs, probed after a first-level miss; Lite, chapter 5:
-//! an L1 range TLB). Entries are tagged with the address space like page TLB entries. A hit
-//! yields the 4KB translation of the address inside the range, which fills the page TLBs above
-//! (as RMM's range TLB produces a page-table entry for the L1 TLB).
+//! an L1 range TLB, looked up with the first-level page TLBs). Entries are tagged with the
+//! address space like page TLB entries. A hit yields the 4KB translation of the address inside
+//! the range; a hit past the first level fills the page TLBs above (as RMM's range TLB produces
+//! a page-table entry for the L1 TLB), an L1 range TLB's hit fills nothing.
 //!
 //! Replacement is LRU over at most a few dozen entries: the entries are kept in recency order,
 //! most recent first, and a probe scans them.

@@ -191,6 +191,8 @@ impl<V: Variant> Core<V> {
         let va = va & self.va_mask;
         let r = (kind == 2) as usize;
         let rbit = (r as u64) << 63;
+        // An L1-range TLB is looked up with the first-level page TLBs (seed 000 section 5.4.3).
+        let range = if V::RANGES && self.mmu.has_first_ranges(r) { self.mmu.probe_first_ranges(r, va) } else { None };
         if let Some(j) = if MEMO { self.mmu.memo_hit(va, rbit) } else { None } {
             if DATA || <V::Observer as AccessObserver>::ACTIVE {
                 let (pfn, size) = self.mmu.memo_translation(j);
@@ -201,12 +203,14 @@ impl<V: Variant> Core<V> {
         // One copy of the probe loop per role when the roles' first-level TLBs differ in shape
         // (the lane count must be a constant of each copy).
         let hit = if V::LRU_DISTANCE {
-            self.mmu.probe_first_lru::<MEMO>(r, va)
+            self.mmu.probe_first_lru::<MEMO>(r, va, range.is_none())
         } else if S::LANES.l1d == S::LANES.l1i || r == 0 {
             self.mmu.probe_first::<MEMO>(S::LANES.l1d, r, va)
         } else {
             self.mmu.probe_first::<MEMO>(S::LANES.l1i, r, va)
         };
+        // The page TLBs missed and the L1-range TLB hit: its translation, nothing filled.
+        let hit = if V::RANGES { hit.or(range.map(|pfn| (pfn, PageSize::Size4K as u8))) } else { hit };
         if let Some((pfn, size)) = hit {
             let (pfn, size) = if <V::Backend as Backend>::REMAP {
                 self.remap::<S>(r, va, pfn, size, Translated::Level(0))
@@ -327,7 +331,8 @@ impl<V: Variant> Core<V> {
                 (levels, pfn, s)
             }
         };
-        // (An L1 range TLB's hit is level 0: it fills the first level.)
+        // (A clustered TLB's or direct segment's hit at the first level is level 0: it fills the
+        // first level.)
         let fill_to = if V::RANGES { upto.max(1) } else { upto };
         self.mmu.fill_above::<S>(r, fill_to, va, s, pfn);
         if <V::Observer as AccessObserver>::ACTIVE || <V::Backend as Backend>::REMAP {
