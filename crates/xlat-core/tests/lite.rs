@@ -110,6 +110,37 @@ fn lite_disables_ways_when_they_are_useless_and_reactivates_them_when_mpki_grows
 }
 
 #[test]
+fn lite_compares_with_the_previous_interval_by_default_and_with_the_lowest_on_request() {
+    // Interval 1: page 0 a thousand times (1 MPKI). Intervals 2 to 4: ten new pages each, a
+    // hundred loads in a row per page (10 MPKI; every hit on the MRU entry, so one way holds
+    // the working set). Seed 000 section 5.4.2's prose compares with the previous interval:
+    // interval 2 degrades (10 > 1.125 x 1), every way back; intervals 3 and 4 do not (10 vs
+    // 10), so Lite halves down to one way and stays there. Algorithm 5.1's last lines read
+    // literally keep the lowest MPKI (1): every later interval is a degradation, and Lite never
+    // disables a way again.
+    let mut b = Batch::default();
+    mmap(&mut b, BASE, 1 << 20, ANON);
+    let mut ic = 0;
+    loads(&mut b, &mut ic, &[0], 1000);
+    for interval in 0..3u64 {
+        for p in 0..10 {
+            loads(&mut b, &mut ic, &[1 + interval * 10 + p], 100);
+        }
+    }
+    for (reference, ways, growth) in [("", vec![1, 4, 1, 1], 1), ("reference = \"minimum\"", vec![1, 4, 4, 4], 3)] {
+        // No random re-activation (probability 0, the ablation the section's text allows).
+        let cfg = tiny(&format!("interval = 1000\nprobability = 0\n{reference}")).expect("valid");
+        let mut s = Simulator::new(&cfg).expect("simulator");
+        s.batch(&b).expect("run");
+        let (c, r) = (s.counters(), s.result("t"));
+        let e = &r.epochs["lite"];
+        let col = e.columns.iter().position(|c| c == "l1.ways").expect("ways column");
+        assert_eq!(e.rows.iter().map(|row| row[col]).collect::<Vec<u64>>(), ways, "{reference}");
+        assert_eq!((c["epoch.lite.growth_enables"], c["epoch.lite.random_enables"]), (growth, 0), "{reference}");
+    }
+}
+
+#[test]
 fn an_absolute_threshold_keeps_ways_that_a_relative_one_gives_up() {
     // Interval 3 with 8 ways' worth of reuse: pages 0..4 in turn over 4 ways: every access
     // after the first four hits at way 3 (counter 2). With an absolute 0.1 MPKI nothing is
@@ -182,8 +213,9 @@ fn the_lite_loop_counts_what_the_plain_loop_counts_when_no_way_is_disabled() {
 fn bad_lite_settings_are_one_sentence_each() {
     for (lite, want) in [
         ("interval = 0", "lite.interval = 0 must be at least 1 instruction."),
-        ("probability = 0.0", "lite.probability = 0 must lie in (0, 1]."),
-        ("probability = 1.5", "lite.probability = 1.5 must lie in (0, 1]."),
+        ("probability = -0.5", "lite.probability = -0.5 must lie in [0, 1]."),
+        ("probability = 1.5", "lite.probability = 1.5 must lie in [0, 1]."),
+        ("reference = \"mean\"", "reference"),
         ("threshold = -0.1", "lite.threshold = -0.1 must be a number >= 0."),
         ("threshold_kind = \"percent\"", "threshold_kind"),
         ("window = 3", "window"),

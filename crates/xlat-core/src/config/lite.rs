@@ -17,6 +17,21 @@ pub enum LiteThreshold {
     Absolute,
 }
 
+/// The MPKI an interval's is compared with to detect degradation (seed 000 section 5.4.2,
+/// "Activating ways").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LiteReference {
+    /// The previous interval's actual MPKI (the section's prose: "Lite records the actual MPKI
+    /// of the previous interval, and compares it to the actual MPKI of the current interval").
+    #[default]
+    Previous,
+    /// The lowest actual MPKI of the run so far (Algorithm 5.1's last lines read literally:
+    /// "if (previous mpki > actual mpki) then previous mpki = actual mpki"): one interval of
+    /// near-zero MPKI makes every later one a degradation.
+    Minimum,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LiteConfig {
@@ -28,9 +43,13 @@ pub struct LiteConfig {
     pub threshold: f64,
     #[serde(default)]
     pub threshold_kind: LiteThreshold,
-    /// The probability of activating every way at the end of an interval.
+    /// The probability of activating every way at the end of an interval (0: never, the
+    /// ablation of random re-activation).
     #[serde(default = "default_probability")]
     pub probability: f64,
+    /// What degradation is measured against.
+    #[serde(default)]
+    pub reference: LiteReference,
 }
 
 fn default_interval() -> u64 {
@@ -50,6 +69,7 @@ impl Default for LiteConfig {
             threshold: default_threshold(),
             threshold_kind: LiteThreshold::Relative,
             probability: default_probability(),
+            reference: LiteReference::Previous,
         }
     }
 }
@@ -64,8 +84,8 @@ impl LiteConfig {
         if !(self.threshold >= 0.0 && self.threshold.is_finite()) {
             return err(format!("config '{c}': lite.threshold = {} must be a number >= 0.", self.threshold));
         }
-        if !(self.probability > 0.0 && self.probability <= 1.0) {
-            return err(format!("config '{c}': lite.probability = {} must lie in (0, 1].", self.probability));
+        if !(self.probability >= 0.0 && self.probability <= 1.0) {
+            return err(format!("config '{c}': lite.probability = {} must lie in [0, 1].", self.probability));
         }
         if !radix {
             return err(format!("config '{c}': [lite] needs walker.kind = \"radix\"."));

@@ -19,7 +19,7 @@ use crate::array::Replacement;
 pub use crate::units::{PageSize, Size};
 pub use hybrid::{Counting, Granularity, HybridConfig, MigrationPolicy};
 use layout::Layout;
-pub use lite::{LiteConfig, LiteThreshold};
+pub use lite::{LiteConfig, LiteReference, LiteThreshold};
 pub use mach::{MachConfig, PartitionPolicy, StlbKind};
 use os::is_default_range_threshold;
 pub use os::*;

@@ -5,7 +5,9 @@
 //!
 //! - with probability `lite.probability` (a generator seeded from `sim.seed`) it activates
 //!   every way of every L1 TLB;
-//! - else if the MPKI grew from the lowest seen by at least the threshold, it does the same;
+//! - else if the MPKI grew by at least the threshold from the reference (`lite.reference`: the
+//!   previous interval's MPKI, as the section's prose says, by default; or the lowest seen, as
+//!   the pseudocode's last lines read literally), it does the same;
 //! - else, for each TLB, it adds to the potential misses the hits that halving its active ways
 //!   would have lost (counter `log2(ways)`, then the next below...) and halves the ways while
 //!   the potential MPKI stays within the threshold of the actual MPKI (the potential misses
@@ -26,7 +28,7 @@
 //! The design's entry in the wing ([`DESIGN`]) comes first, then its parts.
 
 use super::design::{no_hooks, Claims, Design};
-use crate::config::{Config, LiteConfig, LiteThreshold};
+use crate::config::{Config, LiteConfig, LiteReference, LiteThreshold};
 use crate::mmu::Mmu;
 use crate::os::SimError;
 use crate::sim::epoch::{EpochController, EpochCx, Period};
@@ -71,7 +73,8 @@ pub struct Lite {
     /// Translation cycles at the end of the last interval (the time estimate's TLB-hit and
     /// walk cycles).
     xlat_cycles: u64,
-    /// The lowest MPKI seen (Algorithm 5.1's previous MPKI).
+    /// Algorithm 5.1's previous MPKI: the last interval's, or the lowest seen
+    /// (`lite.reference`).
     previous: f64,
     /// Intervals that ended with every way activated at random, for MPKI growth, and ways
     /// halved.
@@ -177,7 +180,7 @@ impl Lite {
             }
             Self::set_ways(mmu, t, ways)?;
         }
-        if self.previous > actual {
+        if self.cfg.reference == LiteReference::Previous || self.previous > actual {
             self.previous = actual;
         }
         Ok(())
