@@ -40,25 +40,27 @@ def test_table_5_3_by_hand_on_a_real_run(two_pages):
         "l1d-4k": (3, 2, 3 * 5.865 + 2 * 6.858),  # 31.311
         "stlb": (2, 2, 2 * 8.078 + 2 * 12.379),  # 40.914
         "pde": (2, 1, 2 * 1.824 + 2.281),  # 5.929
-        "pdpte": (1, 1, 0.766 + 0.279),
-        "pml4e": (1, 1, 0.473 + 0.158),
+        # All three paging-structure caches are looked up in parallel on every walk (section
+        # 5.5), though the walker's counters show the PDPTE and PML4E caches probed once.
+        "pdpte": (2, 1, 2 * 0.766 + 0.279),
+        "pml4e": (2, 1, 2 * 0.473 + 0.158),
         "walk.L1D": (5, 0, 5 * 174.171),  # 870.855
     }
     assert set(got) == set(want)  # the 2MB and 1GB TLBs got no entry: masked (section 5.3.1)
     for k, (rd, wr, pj) in want.items():
         assert got[k][:2] == (rd, wr)
         assert got[k][2] == pytest.approx(pj)
-    assert e.dynamic_pj == pytest.approx(950.685)
+    assert e.dynamic_pj == pytest.approx(951.924)
     # 3 instructions at CPI 1 plus 724 walk cycles = 727 cycles at 2.2 GHz; leakage of the five
     # charged structures: 0.3632 + 1.6663 + 0.1402 + 0.0500 + 0.0296 = 2.2493 mW.
     assert r.derived["time.total_cycles"] == 727
     assert e.leakage_pj == pytest.approx(2.2493 * 727 / 2.2)
-    assert e.per_ki(e.dynamic_pj) == pytest.approx(950.685 * 1000 / 3)
+    assert e.per_ki(e.dynamic_pj) == pytest.approx(951.924 * 1000 / 3)
     # Table 5.3's cycles: 2 L1 misses x 7 + 2 L2 misses x 50.
     assert e.lite_cycles == 114
     d = r.to_pandas(energy=True)
     assert d["energy.walk.L1D.dynamic_pj"].iloc[0] == pytest.approx(870.855)
-    assert d["energy.total_pj"].iloc[0] == pytest.approx(950.685 + 2.2493 * 727 / 2.2)
+    assert d["energy.total_pj"].iloc[0] == pytest.approx(951.924 + 2.2493 * 727 / 2.2)
 
 
 def test_walk_loads_by_level(tmp_path, two_pages):
@@ -170,7 +172,7 @@ def test_cli_energy_json_plot_and_errors(tmp_path, two_pages, capsys):
         "dynamic_pj": pytest.approx(31.311),
         "leakage_pj": pytest.approx(0.3632 * 727 / 2.2),
     }
-    assert d["dynamic_pj"] == pytest.approx(950.685)
+    assert d["dynamic_pj"] == pytest.approx(951.924)
     assert png.read_bytes()[:4] == b"\x89PNG"
     # A missing structure, an unknown set: one sentence, status 1.
     assert main(["sim", two_pages, "--cpu", "sandybridge", "--energy", "--no-progress"]) == 1
@@ -191,3 +193,31 @@ def test_lite_configs_are_the_sandybridge_preset_with_a_2_way_pde_cache(two_page
         pde = {p["name"]: p for p in c["psc"]}["pde"]
         assert (pde["entries"], pde["ways"]) == (32, 2)
         assert [p for p in c["psc"] if p["name"] != "pde"] == [p for p in base["psc"] if p["name"] != "pde"]
+
+
+def test_structures_looked_up_in_parallel_cost_a_lookup_whether_or_not_they_hold_entries():
+    # Stream over 64MiB: THP and RMM (eager paging keeps THP's 2MB pages) both map 2MB pages, so
+    # section 5.3.1's mask enables the L1-2MB TLB in both, and it is charged on every access
+    # even in RMM, whose range TLB fills only 4KB entries (section 4.3) and leaves it empty.
+    w = "workload:stream?size=64MiB&accesses=200000"
+    thp = sim.simulate(w, config=f"{LITE}/thp.toml")
+    rmm = sim.simulate(w, config=f"{LITE}/rmm.toml")
+    assert rmm.counters["os.eager_2m"] > 0 and rmm.counters["tlb.l1d-2m.fills"] == 0
+    e_thp, e_rmm = thp.energy(), rmm.energy()
+    by = {s.name: s for s in e_rmm.structures}
+    assert (by["l1d-2m"].reads, by["l1d-2m"].writes) == (200_000, 0)
+    assert by["l1d-2m"].dynamic_pj == pytest.approx(200_000 * 4.801)
+    # A stream has no walks for RMM to remove: no energy saved (it was -44.7% with the L1-2MB
+    # TLB uncharged).
+    assert e_rmm.dynamic_pj / e_thp.dynamic_pj == pytest.approx(1.0, abs=0.01)
+    # Every paging-structure cache is read on every walk.
+    for p in ("pml4e", "pdpte", "pde"):
+        assert by[p].reads == rmm.counters["walker.walks"]
+    # 4KB pages only: the huge-page L1 TLBs stay masked.
+    k4 = sim.simulate(w, config=f"{LITE}/4k.toml").energy()
+    assert {s.name for s in k4.structures} >= {"l1d-4k"} and "l1d-2m" not in {s.name for s in k4.structures}
+    # Without the mask every L1 TLB is charged: Table 5.2 has no L1-1GB TLB, so the set says so.
+    with pytest.raises(en.EnergyError, match="no values for TLB l1d-1g"):
+        thp.energy(l1_lookups="all")
+    with pytest.raises(en.EnergyError, match="l1_lookups must be one of masked, all"):
+        thp.energy(l1_lookups="some")

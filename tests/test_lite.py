@@ -152,9 +152,9 @@ def _drop_structure(text: str, entries: int, ways: int, read: str) -> str:
     ("args", "msg"),
     [
         (["--set", "lite.interval=0"], "lite.interval = 0 must be at least 1 instruction."),
-        (["--set", "lite.probability=0"], "lite.probability = 0 must lie in (0, 1]."),
-        (["--set", "lite.probability=1.5"], "lite.probability = 1.5 must lie in (0, 1]."),
-        (["--set", "lite.probability=-0.25"], "lite.probability = -0.25 must lie in (0, 1]."),
+        (["--set", "lite.probability=1.5"], "lite.probability = 1.5 must lie in [0, 1]."),
+        (["--set", "lite.probability=-0.25"], "lite.probability = -0.25 must lie in [0, 1]."),
+        (["--set", "lite.reference=lowest"], "lite.reference"),
     ],
 )
 def test_bad_lite_settings_are_one_sentence_and_status_1(phases, capsys, args, msg):

@@ -20,11 +20,23 @@ The model is Table 5.3's:
   (:func:`lite_stretches`); ``Report.lite`` keeps them (Table 5.5's lookups per way count).
 
 A structure that is never looked up in the run (instruction TLBs on a data-only trace) is not
-part of the translation path and costs nothing; an L1 page TLB that never received an entry
-(the 1GB TLB of a run without 1GB pages) is masked as section 5.3.1 assumes ("a mask would
-enable lookups in the L1-2MB TLB only after a 2 MB page table entry has been fetched") and costs
-nothing either. Every other structure must have values in the set, else :class:`EnergyError`
-names it.
+part of the translation path and costs nothing. Structures looked up in parallel are charged on
+every lookup, whether or not they hold entries or hit:
+
+- the L1 page TLBs of every size on every access. Section 5.3.1 assumes a mask that disables the
+  L1 TLB of a huge page size "for a running process that uses only 4 KB pages and no 2 MB or 1 GB
+  pages"; ``l1_lookups="masked"`` (the default, what the thesis's results assume) charges an L1
+  TLB that holds only huge pages when the process maps pages of one of its sizes (the run's
+  ``os.faults_*``/``os.eager_*`` of that size), on all its lookups, and nothing otherwise;
+  ``l1_lookups="all"`` charges every L1 TLB on every access (section 5.3.2: "the processor accesses
+  all L1 TLB structures ... in parallel on every memory operation");
+- range TLBs on every lookup their stage makes (the L1-range TLB on every access, the L2-range TLB
+  on every L1 miss);
+- the paging-structure caches on every page walk, all of them ("These structures are all accessed
+  in parallel after an L2 TLB miss", section 5.5), not only those the walker's counters say it
+  probed (``psc.*.accesses``: the walker skips the PDE cache when a 2MB leaf is found above it).
+
+Every charged structure must have values in the set, else :class:`EnergyError` names it.
 
 This is a thin model over the counters rather than Rust derived figures: the simulated loop is
 untouched and the result JSON (whose digests are frozen, ``tests/data/regress-digests.txt``)
@@ -68,6 +80,7 @@ SETS_DIR = Path(__file__).resolve().parents[2] / "configs" / "energy"
 DEFAULT_SET = "cacti-32nm"
 KINDS = ("page_tlb", "range_tlb", "psc", "cache", "memory")
 WALK_LOADS = ("l1", "levels")
+L1_LOOKUPS = ("masked", "all")
 
 
 class EnergyError(ValueError):
@@ -218,6 +231,7 @@ class Report:
 
     set_name: str
     walk_loads: str
+    l1_lookups: str
     instructions: int
     seconds: float
     structures: tuple[StructureEnergy, ...]
@@ -275,6 +289,7 @@ class Report:
         return {
             "set": self.set_name,
             "walk_loads": self.walk_loads,
+            "l1_lookups": self.l1_lookups,
             "structures": {
                 s.name: {
                     "reads": s.reads,
@@ -387,6 +402,7 @@ def energy(
     set: str | EnergySet | None = None,
     walk_loads: str = "l1",
     active_ways: Mapping[str, Iterable[Stretch | tuple[int, ...]]] | None = None,
+    l1_lookups: str = "masked",
 ) -> Report:
     """Table 5.3's energy of ``result`` (a :class:`xlat.sim.SimResult` or its JSON dict).
 
@@ -395,9 +411,11 @@ def energy(
     over those cycles) are charged at the values of the smaller structure (entries x active /
     ways, active ways) instead of the full one; what no stretch covers is charged at the full
     structure. None (the default) takes them from the run's Lite series
-    (:func:`lite_stretches`)."""
+    (:func:`lite_stretches`). ``l1_lookups``: ``"masked"`` or ``"all"`` (the module's text)."""
     if walk_loads not in WALK_LOADS:
         raise EnergyError(f"walk_loads must be one of {', '.join(WALK_LOADS)}, not {walk_loads!r}.")
+    if l1_lookups not in L1_LOOKUPS:
+        raise EnergyError(f"l1_lookups must be one of {', '.join(L1_LOOKUPS)}, not {l1_lookups!r}.")
     es = energy_set(set)
     c, d, cfg = _result_parts(result)
     secs = d.get("time.total_cycles", 0.0) / (es.clock_ghz * 1e9)
@@ -411,9 +429,12 @@ def energy(
         }
     total_cycles = d.get("time.total_cycles", 0.0)
 
-    def charge(name: str, who: str, kind: str, entries: int, ways: int, prefix: str, masked: bool) -> None:
-        reads, writes = c.get(f"{prefix}.accesses", 0), c.get(f"{prefix}.fills", 0)
-        if reads == 0 or (masked and writes == 0):
+    def charge(
+        name: str, who: str, kind: str, entries: int, ways: int, prefix: str, reads: int | None = None
+    ) -> None:
+        writes = c.get(f"{prefix}.fills", 0)
+        reads = c.get(f"{prefix}.accesses", 0) if reads is None else reads
+        if reads == 0:
             return
         stretches = stretched.get(name, ())
         full_reads = reads - sum(x.lookups for x in stretches)
@@ -433,15 +454,24 @@ def energy(
                 lk += at.leakage_mw * 1e9 * x.cycles / (es.clock_ghz * 1e9)
         out.append(StructureEnergy(name, reads, writes, dyn, lk))
 
+    # The page sizes the process maps (section 5.3.1's mask enables the L1 TLBs of those).
+    mapped = {"4KB"} | {
+        size
+        for size, key in (("2MB", "2m"), ("1GB", "1g"))
+        if c.get(f"os.faults_{key}", 0) + c.get(f"os.eager_{key}", 0) > 0
+    }
     for t in cfg.get("tlb") or []:
-        kind, masked = "page_tlb", t["level"] == 1
-        charge(t["name"], f"TLB {t['name']}", kind, t["entries"], t["ways"], f"tlb.{t['name']}", masked)
+        sizes = t.get("page_sizes") or ["4KB"]
+        masked = l1_lookups == "masked" and t["level"] == 1 and not any(x in mapped for x in sizes)
+        if not masked:
+            charge(t["name"], f"TLB {t['name']}", "page_tlb", t["entries"], t["ways"], f"tlb.{t['name']}")
     for t in cfg.get("range_tlb") or []:
         n = t["entries"]
-        charge(t["name"], f"range TLB {t['name']}", "range_tlb", n, n, f"range_tlb.{t['name']}", False)
+        charge(t["name"], f"range TLB {t['name']}", "range_tlb", n, n, f"range_tlb.{t['name']}")
+    walks = c.get("walker.walks", 0)
     for p in cfg.get("psc") or []:
         who = f"paging-structure cache {p['name']}"
-        charge(p["name"], who, "psc", p["entries"], p["ways"], f"psc.{p['name']}", False)
+        charge(p["name"], who, "psc", p["entries"], p["ways"], f"psc.{p['name']}", walks)
 
     levels = _cache_levels(cfg)
     loads = c.get("walker.loads", 0) + c.get("range_walk.loads", 0)
@@ -473,7 +503,7 @@ def energy(
     l1 = c.get("tlb_level1.data.misses", 0) + c.get("tlb_level1.instruction.misses", 0)
     l2 = c.get("tlb_level2.data.misses", 0) + c.get("tlb_level2.instruction.misses", 0)
     lite = {k: v for k, v in stretched.items() if any(s.name == k for s in out)}
-    return Report(es.name, walk_loads, c.get("instructions", 0), secs, tuple(out), l1, l2, lite)
+    return Report(es.name, walk_loads, l1_lookups, c.get("instructions", 0), secs, tuple(out), l1, l2, lite)
 
 
 def plot(reports: Mapping[str, Report], path: str, per_ki: bool = True) -> None:

@@ -131,12 +131,12 @@ class SimResult:
     def to_json(self) -> str:
         return json.dumps(self.data, indent=2, sort_keys=True)
 
-    def energy(self, set: Any = None, walk_loads: str = "l1"):
+    def energy(self, set: Any = None, walk_loads: str = "l1", l1_lookups: str = "masked"):
         """Energy of this run under an energy set (default: thesis Table 5.2's); see
         :func:`xlat.energy.energy` and ``docs/lite.md``."""
         from xlat.energy import energy
 
-        return energy(self, set, walk_loads)
+        return energy(self, set, walk_loads, l1_lookups=l1_lookups)
 
     def to_dict(self, energy: Any = None, walk_loads: str = "l1") -> dict[str, Any]:
         """Counters and derived metrics in one flat dict (plus identification); with ``energy``

@@ -195,7 +195,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     secs = time.perf_counter() - t
     reports = None
     if eset is not None:
-        reports = [r.energy(eset, args.walk_energy) for r in results]
+        reports = [r.energy(eset, args.walk_energy, args.l1_lookups) for r in results]
         for r, e in zip(results, reports, strict=True):
             r.data["energy"] = e.to_json()
         if args.energy_plot:
@@ -269,6 +269,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         default="l1",
         help="charge page-walk loads as L1 data-cache reads (l1, the thesis's choice) or at every cache "
         "level they looked up (levels; the set needs those levels)",
+    )
+    s.add_argument(
+        "--l1-lookups",
+        choices=("masked", "all"),
+        default="masked",
+        help="charge an L1 TLB of huge pages only in a process that maps pages of its size (masked, "
+        "section 5.3.1's assumption) or on every access (all); docs/lite.md",
     )
     s.add_argument("--energy-plot", metavar="PNG", help="stacked bar of dynamic energy per configuration")
     add_json_flag(s, "every counter of the result(s) (docs/simulator.md)")
