@@ -101,6 +101,12 @@ def test_cli_prints_the_table_and_json(capsys):
             "entries = 0 must be between 1 and 1024",
         ),
         (["--designs", "RMM", "--set", "os.range_threshold=0"], "os.range_threshold = 0 must be a positive"),
+        # A field that defines a design: the 4KB column would silently be a second THP one.
+        (
+            ["--set", "os.policy=thp"],
+            "--set os.policy=thp would change what design 4KB is (os.policy is part of its definition)",
+        ),
+        (["--designs", "THP,RMM", "--set", "os.allocation=demand"], "would change what design RMM is"),
     ],
 )
 def test_cli_bad_input_is_one_sentence(capsys, args, msg):

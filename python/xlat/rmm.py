@@ -65,7 +65,8 @@ def design_runs(
     all). 4KB: demand paging, 4KB pages; THP: demand paging with transparent huge pages; 1GB:
     demand paging with 1GB pages where they fit (then 2MB, then 4KB); RMM:
     eager paging, range table, a 32-entry range TLB beside the L2 TLB, 4KB pages (section 4.7
-    evaluates RMM without huge pages); CTLB and DS: section 4.8's Clustered TLB and direct
+    evaluates RMM without huge pages); RMM+THP: the same with THP (chapter 5's RMM, ranges
+    redundant to paging that keeps its 2MB pages); CTLB and DS: section 4.8's Clustered TLB and direct
     segment (``configs/rmm/`` has the same on the Table 4.4 core)."""
     lat = _l2_latency(cpu)
     sets = {
@@ -75,6 +76,14 @@ def design_runs(
         "1GB": ("os.policy=1g",),
         "RMM": (
             "os.policy=4k",
+            "os.allocation=eager",
+            "os.ranges=contiguous",
+            _range_tlb(RANGE_TLB_ENTRIES, 2, lat),
+        ),
+        # Chapter 5's RMM: ranges redundant to paging that keeps THP's 2MB pages (eager blocks
+        # aligned so that they fit, os.eager_placement's default).
+        "RMM+THP": (
+            "os.policy=thp",
             "os.allocation=eager",
             "os.ranges=contiguous",
             _range_tlb(RANGE_TLB_ENTRIES, 2, lat),
@@ -101,6 +110,16 @@ def design_runs(
     unknown = [d for d in designs if d not in sets]
     if unknown:
         raise ValueError(f"unknown design {unknown[0]!r}: choose among {', '.join(sets)}")
+    # An override of a field that makes a design what it is would run another design under its
+    # name (--set os.policy=thp turned the 4KB column into a second THP one): refuse it.
+    for e in extra:
+        key = e.split("=", 1)[0].strip()
+        owners = [d for d in designs if any(x.split("=", 1)[0] == key for x in sets[d])]
+        if owners:
+            raise ValueError(
+                f"--set {e} would change what design {owners[0]} is ({key} is part of its definition); "
+                f"choose designs with --designs instead (among {', '.join(sets)})."
+            )
     return {d: Run(cpu=cpu, set=(*sets[d], *extra)) for d in designs}
 
 
