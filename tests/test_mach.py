@@ -59,6 +59,21 @@ def test_xlat_sim_shows_the_mach_rows(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "mach l1k misses" in out
     assert "mach STLB hit rate" in out
+    # Both runtimes, labelled: the additive estimate has no data-cache miss time, eq. 5.1 has.
+    assert "est. cycles (additive, no data-cache misses)" in out
+    assert "mach eq. 5.1 runtime R (T_C = 24)" in out
+
+
+def test_a_ptlb_on_a_trace_without_ipc_markers_says_it_prefetched_nothing(tmp_path, capsys):
+    w = "workload:stream?size=1MiB&accesses=1000"
+    assert main(["sim", "--no-progress", "--config", str(MACH / "ptlb.toml"), w]) == 0
+    err = capsys.readouterr().err
+    assert "the trace has no IPC markers, so the PTLB prefetched nothing" in err
+    # With IPC markers: prefetches, and no note.
+    cs = "workload:clientserver?servers=2&words=10&accesses=20000"
+    assert main(["sim", "--no-progress", "--config", str(MACH / "ptlb.toml"), cs, "--json", "-"]) == 0
+    io = capsys.readouterr()
+    assert "no IPC markers" not in io.err and '"mach.ptlb.prefetches"' in io.out
 
 
 def test_bad_partitions_get_one_sentence_and_a_non_zero_exit(tmp_path, capsys):

@@ -203,3 +203,26 @@ def test_a_simulated_run_gives_the_model_its_tlb_time():
     misses = c["dram.accesses"] - c["dram.walk_accesses"]
     assert mm.runtime(x) == pytest.approx(c["instructions"] + 24 * misses + c["mach.cycles"])
     assert c["mach.loads_hit.DRAM"] == c["dram.walk_accesses"] > 0
+
+
+def test_the_cli_takes_one_configuration_of_a_several_configuration_sim_file(tmp_path, capsys):
+    # xlat sim --json over two Mach configurations: {"results": [...]} with a config_name each.
+    out = tmp_path / "both.json"
+    w = "workload:clientserver?servers=2&words=10&accesses=20000"
+    cfgs = ["--config", str(MACH / "tlb-only.toml"), "--config", str(MACH / "ptlb.toml")]
+    assert main(["sim", w, *cfgs, "--json", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    names = [r["config_name"] for r in json.loads(out.read_text())["results"]]
+    assert len(names) == 2
+    base, scheme = (f"{out}:{n}" for n in names)
+    assert main(["model", "mach", "--counts", base, "--scheme", scheme, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    one = json.loads(json.dumps(json.loads(out.read_text())["results"][0]))
+    (tmp_path / "one.json").write_text(json.dumps(one))
+    assert main(["model", "mach", "--counts", str(tmp_path / "one.json"), "--scheme", scheme, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == got
+    # Without a name, or with one the file does not have: one sentence, status 1.
+    for bad, msg in [(str(out), "holds 2 configurations"), (f"{out}:nope", "has no configuration 'nope'")]:
+        assert main(["model", "mach", "--counts", bad, "--st", "0.5"]) == 1
+        err = capsys.readouterr().err
+        assert msg in err and err.count("\n") == 1

@@ -12,7 +12,12 @@ from xlat.cli.common import CliError, grid, table
 from xlat.cli.jsonopt import add_json_flag, emit_json, to_stdout
 
 
-def _load(path: str) -> dict[str, Any]:
+def _load(spec: str) -> dict[str, Any]:
+    """The counters of ``spec``: FILE, or FILE:NAME for one configuration (its ``config_name``)
+    of a several-configuration ``xlat sim --json`` file."""
+    path, name = spec, None
+    if ":" in spec and not spec.endswith(".json"):
+        path, name = spec.rsplit(":", 1)
     try:
         with open(path) as f:
             d = json.load(f)
@@ -20,8 +25,27 @@ def _load(path: str) -> dict[str, Any]:
         raise CliError(f"cannot read the counts file {path}: {e.strerror}") from None
     except json.JSONDecodeError as e:
         raise CliError(f"the counts file {path} is not JSON ({e.msg} at line {e.lineno})") from None
-    if isinstance(d, list) and len(d) == 1:
-        d = d[0]
+    if isinstance(d, dict) and isinstance(d.get("results"), list):
+        d = d["results"]  # xlat sim --json with several configurations
+    if isinstance(d, list):
+        names = [r.get("config_name") if isinstance(r, dict) else None for r in d]
+        if name is not None:
+            if name not in names:
+                raise CliError(
+                    f"the counts file {path} has no configuration {name!r} (it has {', '.join(map(str, names))})"
+                )
+            d = d[names.index(name)]
+        elif len(d) == 1:
+            d = d[0]
+        else:
+            raise CliError(
+                f"the counts file {path} holds {len(d)} configurations ({', '.join(map(str, names))}): "
+                f"give one as {path}:NAME"
+            )
+    elif name is not None:
+        raise CliError(
+            f"the counts file {path} holds one set of counters, not configurations to choose {name!r} from"
+        )
     if not isinstance(d, dict):
         raise CliError(f"the counts file {path} holds no object of counters")
     return d
@@ -111,9 +135,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "numbers (--document).",
     )
     s.add_argument(
-        "--counts", metavar="FILE", help="counters of the unmodified (Mach) run: flat JSON or xlat sim --json"
+        "--counts",
+        metavar="FILE",
+        help="counters of the unmodified (Mach) run: flat JSON or xlat sim --json (FILE:NAME picks configuration NAME of a several-configuration file)",
     )
-    s.add_argument("--scheme", metavar="FILE", help="counters of the run with a scheme (gives S_T)")
+    s.add_argument(
+        "--scheme",
+        metavar="FILE",
+        help="counters of the run with a scheme (gives S_T); FILE:NAME as for --counts",
+    )
     s.add_argument(
         "--st", type=float, metavar="S_T", help="fraction of TLB handling time a scheme saves (0..1)"
     )
