@@ -198,7 +198,7 @@ fn ptlb_prefetches_remove_exactly_the_l2_misses_they_cover() {
     t.mark(Marker::IpcRecv { peer: 1, bytes: 8 }).load(code + 0x1000);
     let base = "entries = 17\nupper = 16\nlower = 1\nupper_policy = \"fifo\"";
     let without = t.run(&mach(base));
-    let prefetch = "ptlb = true\nptlb_user_pages = [0x400000]\nptlb_ipc_pages = 0\nptlb_l3 = false";
+    let prefetch = "ptlb = true\nptlb_user_pages = [0x400000]\nptlb_ipc_pages = 0\nptlb_l3 = false\nptlb_kernel_ipc = \"receiver\"";
     let with = t.run(&mach(&format!("{base}\n{prefetch}")));
     // Without: every first page of a process after the other ran misses its L2 entry (4), and
     // each process's user page table has its own kernel page-table page (2 L3).
@@ -243,7 +243,8 @@ fn ptlb_prefetches_of_kernel_ipc_structures_remove_their_l1k_and_l3_misses() {
     t.mark(Marker::IpcSend { peer: 2, bytes: 8 }).load(port(2));
     let base = "entries = 8\nupper = 4\nlower = 4\nupper_policy = \"fifo\"";
     let without = t.run(&mach(base));
-    let prefetch = "ptlb = true\nptlb_user_pages = []\nptlb_ipc_pages = 1\nptlb_l3 = false";
+    let prefetch =
+        "ptlb = true\nptlb_user_pages = []\nptlb_ipc_pages = 1\nptlb_l3 = false\nptlb_kernel_ipc = \"receiver\"";
     let with = t.run(&mach(&format!("{base}\n{prefetch}")));
     assert_eq!(of(&without, "l1k"), (3, 3, 0, 3 * 512));
     assert_eq!(of(&with, "l1k"), (2, 2, 0, 2 * 512));
@@ -255,6 +256,45 @@ fn ptlb_prefetches_of_kernel_ipc_structures_remove_their_l1k_and_l3_misses() {
     assert_eq!(of(&with, "l1u"), of(&without, "l1u"));
     assert_eq!((with["mach.ptlb.prefetches"], with["mach.ptlb.absent"], with["mach.ptlb.stores"]), (1, 2, 2));
     assert_eq!(with["mach.ptlb.cycles"], 25 + 25 + 60);
+}
+
+#[test]
+fn the_ptlb_prefetches_the_senders_kernel_ipc_data_too_by_default() {
+    // Seed 001 section 3.1.5: "On subsequent accesses to the data, the PTE is prefetched and then
+    // the data is accessed": the IPC path touches the sender's kernel IPC structures as well as
+    // the receiver's. 4 upper entries, FIFO; each IPC's kernel path touches both ports.
+    let port = |asid: u64| KSEG2 + asid * 0x1_0000;
+    let mut t = T::default();
+    t.mark(Marker::ContextSwitch { asid: 1 });
+    // 1 -> 2: nothing in the PTLB yet; both ports miss (L1K) and are stored.
+    t.mark(Marker::IpcSend { peer: 2, bytes: 8 }).load(port(1)).load(port(2));
+    t.mark(Marker::ContextSwitch { asid: 2 }).mark(Marker::IpcRecv { peer: 1, bytes: 8 });
+    // The server's 4 pages push both kernel entries out of the upper partition.
+    for i in 0..4u64 {
+        t.load(0x1000_0000 + i * 0x1000);
+    }
+    // 2 -> 1: both ports are in the PTLB. "both" prefetches the sender's (2) and the
+    // receiver's (1): no L1K miss; "receiver" prefetches port 1 only: port 2 misses.
+    t.mark(Marker::IpcSend { peer: 1, bytes: 8 }).load(port(2)).load(port(1));
+    let base = "entries = 8\nupper = 4\nlower = 4\nupper_policy = \"fifo\"";
+    let ptlb = "ptlb = true\nptlb_user_pages = []\nptlb_ipc_pages = 1\nptlb_l3 = false";
+    let without = t.run(&mach(base));
+    let both = t.run(&mach(&format!("{base}\n{ptlb}")));
+    let receiver = t.run(&mach(&format!("{base}\n{ptlb}\nptlb_kernel_ipc = \"receiver\"")));
+    assert_eq!(of(&without, "l1k"), (4, 4, 0, 4 * 512));
+    assert_eq!(of(&receiver, "l1k"), (3, 3, 0, 3 * 512));
+    assert_eq!(of(&both, "l1k"), (2, 2, 0, 2 * 512));
+    // Send 1 probes both ports, absent (25 each); send 2 prefetches both (60 each).
+    let ptlb_counts = |c: &BTreeMap<String, u64>| {
+        ["prefetches", "absent", "present", "stores", "cycles"].map(|k| c[&format!("mach.ptlb.{k}")])
+    };
+    assert_eq!(ptlb_counts(&both), [2, 2, 0, 2, 2 * 25 + 2 * 60]);
+    // (Under "receiver", port 2's second miss stores it again: 3 stores.)
+    assert_eq!(ptlb_counts(&receiver), [1, 1, 0, 3, 25 + 60]);
+    for c in [&both, &receiver] {
+        assert_eq!(of(c, "l1u"), of(&without, "l1u"));
+        assert_eq!(of(c, "l2"), of(&without, "l2"));
+    }
 }
 
 #[test]

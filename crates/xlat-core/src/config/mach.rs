@@ -15,6 +15,21 @@ pub enum PartitionPolicy {
     Fifo,
 }
 
+/// Whose kernel IPC data the PTLB prefetches on an IPC send (seed 001 section 3.1.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PtlbKernelIpc {
+    /// The L1K entries of the sender's and the receiver's kernel IPC structures: the section
+    /// prefetches kernel IPC data before each access the IPC path makes ("On subsequent
+    /// accesses to the data, the PTE is prefetched and then the data is accessed"), and the
+    /// path touches both parties' structures. (Kernel message buffers are not in section
+    /// 3.1.4's list of L1K prefetches; only the L3 entries of their page-table pages are.)
+    #[default]
+    Both,
+    /// The receiver's kernel IPC structures only (the machine before issue 34; the ablation).
+    Receiver,
+}
+
 /// The organisation of the STLB (seed 001 sections 3.2.1-3.2.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -95,6 +110,9 @@ pub struct MachConfig {
     /// Whether the PTLB prefetches L3 entries (default: only without the STLB, section 3.3).
     #[serde(default)]
     pub ptlb_l3: Option<bool>,
+    /// Whose kernel IPC data (L1K) is prefetched on an IPC send.
+    #[serde(default)]
+    pub ptlb_kernel_ipc: PtlbKernelIpc,
     /// The receiver's user pages whose L2 entries are prefetched: code, message buffer, stack
     /// (the contract's layout, docs/mach.md).
     #[serde(default = "d_user_pages")]

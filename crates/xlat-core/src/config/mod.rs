@@ -20,7 +20,7 @@ pub use crate::units::{PageSize, Size};
 pub use hybrid::{Counting, Granularity, HybridConfig, MigrationPolicy};
 use layout::Layout;
 pub use lite::{LiteConfig, LiteReference, LiteThreshold};
-pub use mach::{MachConfig, PartitionPolicy, StlbKind};
+pub use mach::{MachConfig, PartitionPolicy, PtlbKernelIpc, StlbKind};
 use os::is_default_range_threshold;
 pub use os::*;
 pub use parse::{apply_set, ConfigError, Result};

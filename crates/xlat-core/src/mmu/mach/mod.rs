@@ -21,7 +21,7 @@ mod run;
 pub mod table;
 pub mod tlb;
 
-use crate::config::{Config, StlbKind};
+use crate::config::{Config, PtlbKernelIpc, StlbKind};
 use crate::mem::backend::Backend;
 use crate::mem::direct::Direct;
 use crate::mmu::walker::{MissCx, MissHandler};
@@ -60,9 +60,9 @@ pub const TYPES: [&str; 5] = ["l1u", "l1k", "l2", "l3", "invalid"];
 /// What the next access must first do (side events are deferred to it: they need the caches).
 #[derive(Debug, Clone, Copy)]
 enum Pending {
-    /// IPC send by the space of tag `from` to `to`: store the sender's L2 entries in the PTLB,
-    /// prefetch `to`'s L1K (and L3) entries.
-    Send { from: u64, to: u32 },
+    /// IPC send by the space of tag `from` (address space `sender`) to `to`: store the sender's
+    /// L2 entries in the PTLB, prefetch the kernel IPC data's L1K entries and `to`'s L3 entries.
+    Send { from: u64, sender: u32, to: u32 },
     /// The receiver (the current space, of tag `to`) resumes: prefetch its L2 entries.
     Recv { to: u64 },
 }
@@ -112,6 +112,8 @@ pub struct MachHandler {
     ptlb: Option<SoftTable>,
     ptlb_on: bool,
     ptlb_l3: bool,
+    /// Whether the sender's kernel IPC data is prefetched too (`mach.ptlb_kernel_ipc`).
+    ptlb_both: bool,
     user_pages: Vec<u64>,
     ipc: (u64, u64, u64),
     msg: (u64, u64),
@@ -178,6 +180,7 @@ impl MachHandler {
             ptlb,
             ptlb_on: m.ptlb,
             ptlb_l3: m.ptlb_prefetches_l3(),
+            ptlb_both: m.ptlb_kernel_ipc == PtlbKernelIpc::Both,
             user_pages: m.ptlb_user_pages.clone(),
             ipc: (mask(m.ptlb_ipc_base), m.ptlb_ipc_stride, m.ptlb_ipc_pages),
             msg: (mask(m.ptlb_msg_base), m.ptlb_msg_stride),
@@ -386,7 +389,7 @@ impl MachHandler {
         let pending = std::mem::take(&mut self.pending);
         for p in &pending {
             match *p {
-                Pending::Send { from: tag, to } => {
+                Pending::Send { from: tag, sender, to } => {
                     // The sender's L2 entries, probed in the TLB (tlbp), go to the PTLB.
                     for i in 0..self.user_pages.len() {
                         let kva = self.upte_va(self.user_pages[i], tag);
@@ -396,9 +399,16 @@ impl MachHandler {
                             self.ptlb_store(cx, key, self.index_of(kva), pfn);
                         }
                     }
-                    // The receiver's kernel IPC structures (L1K), the L3 entries of the
-                    // message buffers' page-table pages.
+                    // The L1K entries of the kernel IPC structures: the receiver's, and with
+                    // `ptlb_kernel_ipc = "both"` the sender's first (section 3.1.5: the PTE is
+                    // prefetched before each access the IPC path makes to them). Then the L3
+                    // entries of the receiver's message buffers' page-table pages.
                     let (base, stride, pages) = self.ipc;
+                    if self.ptlb_both {
+                        for pg in 0..pages {
+                            self.prefetch(cx, base + sender as u64 * stride + (pg << 12), false);
+                        }
+                    }
                     for pg in 0..pages {
                         self.prefetch(cx, base + to as u64 * stride + (pg << 12), false);
                     }
@@ -501,7 +511,7 @@ impl MissHandler for MachHandler {
                 self.kernel_mode = true;
                 if self.ptlb_on {
                     // (The current space's tag: `tag` is always `tag_of(asid)`.)
-                    self.pending.push(Pending::Send { from: self.tag, to: *peer });
+                    self.pending.push(Pending::Send { from: self.tag, sender: self.asid, to: *peer });
                 }
             }
             SideBody::Marker(Marker::IpcRecv { .. }) => {
