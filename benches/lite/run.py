@@ -1,28 +1,31 @@
 #!/usr/bin/env python3
 """Lite's results of docs/lite.md (thesis seed 000 chapter 5, Tables 5.5 and 5.6, Figure
-5.10): THP, TLB_Lite, RMM, RMM_Lite and TLB_PP (configs/lite) on synthetic workloads and the
-first ACCESSES accesses of three traces of real programs; dynamic energy under Table 5.2's
-values (xlat.energy, each Lite interval at its active ways), L1/L2 TLB misses, the share of
-lookups per active way count and of L1 hits per L1 TLB.
+5.10): THP, TLB_Lite, RMM, RMM_Lite and TLB_PP (configs/lite) on synthetic workloads (ACCESSES
+accesses each) and on traces of real programs (whole: each is its recipe's window); dynamic
+energy under Table 5.2's values (xlat.energy, each Lite interval at its active ways), L1/L2 TLB
+misses, the share of lookups per active way count and of L1 hits per L1 TLB.
 
-    PYTHONPATH=python python3 benches/lite-2026-11-24/run.py [ACCESSES] [OUTDIR]
+    python benches/lite/run.py [ACCESSES] [OUTDIR]
+    python benches/lite/run.py OUTDIR/results.json [OUTDIR]     (tables and figures again)
 
-writes OUTDIR/results.json and results.md (``run.py RESULTS.json OUTDIR``: the tables and
-figures again from a results.json), docs/img/lite-energy.png (dynamic energy per
-configuration, relative to THP) and docs/img/lite-ways.png (active ways per interval). The
-trace heads are cut once into /tmp/xlat-lite-heads (text form, then `xlat convert`).
+Environment: XLAT_LITE_TRACES, the directory of the real traces (default /work/traces; those of
+REAL that exist there are run, the others are named on stderr and skipped); XLAT_LITE_SET,
+overrides given to every configuration, separated by spaces (``xlat sim --set`` syntax: e.g.
+``os.eager_placement=any`` or ``lite.reference=minimum`` for an ablation); XLAT_LITE_PLOTS=0
+skips the figures. Writes OUTDIR/results.json and results.md (OUTDIR defaults to this directory)
+and, with the default OUTDIR, docs/img/lite-energy.png (dynamic energy per configuration,
+relative to THP) and docs/img/lite-ways.png (active ways per interval).
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import sys
 import time
 from pathlib import Path
 
 import xlat.sim as sim
-import xlat.trace as tr
 
 ROOT = Path(__file__).resolve().parents[2]
 LITE = ROOT / "configs" / "lite"
@@ -40,41 +43,15 @@ SYNTHETIC = {
     "bfs scale 20": "workload:bfs?scale=20",
     "stream 1GiB": "workload:stream?size=1GiB",
 }
+# Trace file names under XLAT_LITE_TRACES; docs/lite.md says how each was recorded.
 REAL = {
-    "xz": "/work/traces/xz.xlat",
-    "numpy-gather": "/work/traces/numpy-gather.xlat",
-    "dict-lookups": "/work/traces/dict-lookups.xlat",
+    "perl": "perl.xlat",
+    "xz": "xz.xlat",
+    "sqlite": "sqlite.xlat",
+    "cc1": "cc1.xlat",
+    "numpy-gather": "numpy-gather.xlat",
+    "dict-lookups": "dict-lookups.xlat",
 }
-HEADS = Path("/tmp/xlat-lite-heads")
-
-
-def head(path: str, n: int) -> str:
-    """The first ``n`` accesses of trace ``path`` (and the side events among them) as a trace."""
-    out = HEADS / f"{Path(path).stem}-{n}.xlat"
-    if out.exists():
-        return str(out)
-    HEADS.mkdir(parents=True, exist_ok=True)
-    txt = out.with_suffix(".txt")
-    t = tr.open(path)
-    seen = 0
-    with txt.open("w") as f:
-        f.write("#xlat-text 1\n#header " + json.dumps(t.header) + "\n")
-        for e in t.events():
-            if e.type == "access":
-                if seen == n:
-                    break
-                seen += 1
-                f.write(f"A {e.tid} {e.icount} {e.kind} {e.addr:#x} {e.size}\n")
-            elif e.type == "syscall":
-                args = " ".join(f"{a:#x}" for a in e.args or ())
-                f.write(f"S {e.tid} {e.icount} {e.name} {args} {e.ret}\n")
-            else:
-                raise SystemExit(f"{path}: a {e.name} marker; cut this trace another way.")
-    subprocess.run(
-        [sys.executable, "-m", "xlat", "convert", str(txt), str(out)], check=True, stdout=subprocess.DEVNULL
-    )
-    txt.unlink()
-    return str(out)
 
 
 def l1_hits(r: sim.SimResult) -> dict[str, int]:
@@ -92,9 +69,15 @@ def l1_hits(r: sim.SimResult) -> dict[str, int]:
 
 
 def run(n: int) -> dict:
-    runs = [sim.Run(config=str(LITE / f"{f}.toml")) for f in CONFIGS.values()]
+    sets = os.environ.get("XLAT_LITE_SET", "").split()
+    runs = [sim.Run(config=str(LITE / f"{f}.toml"), set=sets) for f in CONFIGS.values()]
     specs = {k: f"{v}&accesses={n}" for k, v in SYNTHETIC.items()}
-    specs.update({k: head(v, n) for k, v in REAL.items()})
+    traces = Path(os.environ.get("XLAT_LITE_TRACES", "/work/traces"))
+    for k, v in REAL.items():
+        if (traces / v).exists():
+            specs[k] = str(traces / v)
+        else:
+            print(f"{traces / v}: no such trace, {k} skipped", file=sys.stderr)
     out: dict = {}
     for w, spec in specs.items():
         t0 = time.perf_counter()
@@ -115,6 +98,9 @@ def run(n: int) -> dict:
                 "table53_cycles": e.lite_cycles,
                 "lookup_shares": {k: e.lookup_shares(k) for k in e.lite},
                 "l1_hits": l1_hits(r),
+                "intervals": len(((r.data.get("epochs") or {}).get("lite") or {}).get("rows") or []),
+                "growth_enables": c.get("epoch.lite.growth_enables", 0),
+                "random_enables": c.get("epoch.lite.random_enables", 0),
                 "ways_series": {
                     k.removesuffix(".ways"): [row_[i] for row_ in r.data["epochs"]["lite"]["rows"]]
                     for i, k in enumerate((r.data.get("epochs") or {}).get("lite", {}).get("columns", []))
@@ -190,7 +176,18 @@ def tables(res: dict) -> str:
             f"| {w} | {shares(row['TLB_Lite'], 'l1d-4k')} | {shares(row['TLB_Lite'], 'l1d-2m')} | "
             f"{shares(row['RMM_Lite'], 'l1d-4k')} | {shares(row['RMM_Lite'], 'l1d-2m')} |"
         )
-    lines.append("\n**Percentage of L1 hits per L1 TLB** (Table 5.6)\n")
+    lines.append("\n**Lite's decisions: intervals, growth and random re-activations** (Algorithm 5.1)\n")
+    lines.append("| workload | TLB_Lite intervals / growth / random | RMM_Lite intervals / growth / random |")
+    lines.append("|---|---|---|")
+    for w, row in res.items():
+        cells = [
+            f"{row[c].get('intervals', '?')} / {row[c].get('growth_enables', '?')} / {row[c].get('random_enables', '?')}"
+            for c in ("TLB_Lite", "RMM_Lite")
+        ]
+        lines.append(f"| {w} | " + " | ".join(cells) + " |")
+    lines.append(
+        "\n**Percentage of L1 hits per L1 TLB** (Table 5.6; an access that hits two L1 TLBs looked up in parallel counts in both)\n"
+    )
     lines.append(
         "| workload | TLB_Lite L1-4KB | TLB_Lite L1-2MB | RMM_Lite L1-4KB | RMM_Lite L1-2MB | RMM_Lite L1-range |"
     )
@@ -256,7 +253,9 @@ def plots(res: dict) -> None:
 
 def main() -> None:
     arg = sys.argv[1] if len(sys.argv) > 1 else "10000000"
-    outdir = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent
+    outdir = Path(sys.argv[2]) if len(sys.argv) > 2 else here
+    outdir.mkdir(parents=True, exist_ok=True)
     if arg.endswith(".json"):  # tables and figures again from a results.json
         res = json.loads(Path(arg).read_text())
     else:
@@ -265,7 +264,8 @@ def main() -> None:
     md = tables(res)
     (outdir / "results.md").write_text(md)
     print(md)
-    plots(res)
+    if os.environ.get("XLAT_LITE_PLOTS", "1") != "0" and outdir == here:
+        plots(res)
 
 
 if __name__ == "__main__":
