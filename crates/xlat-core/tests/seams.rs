@@ -501,3 +501,34 @@ fn an_l1_range_tlb_is_looked_up_with_the_l1_page_tlbs_and_fills_nothing() {
         assert_eq!(pfn, page + ((va & (size.bytes() - 1)) >> 12), "{va:#x}");
     }
 }
+
+#[test]
+fn a_range_hit_fills_the_entry_of_the_page_the_os_maps() {
+    // configs/lite/rmm.toml: THP, eager paging, ranges, an L2-range TLB beside a Sandy Bridge L2
+    // TLB that holds no 2MB entries. One 4 MiB mapping, 2MB-aligned: eager paging maps it with
+    // two 2MB pages and one range. Load page 0 (a walk: the L1-2MB TLB gets its 2MB entry, the
+    // range walk fills the L2-range TLB), then two 4KB pages of the second 2MB page: its first
+    // load misses the L1 TLBs and the L2 TLB and hits the L2-range TLB.
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/lite/rmm.toml");
+    let text = std::fs::read_to_string(path).expect("configs/lite/rmm.toml");
+    let base = 0x7000_0000_0000u64;
+    let mut b = Batch::default();
+    mmap(&mut b, base, 4 << 20, ANON);
+    for (i, va) in [base, base + (2 << 20), base + (2 << 20) + 0x5000].into_iter().enumerate() {
+        b.push_access(Access { addr: va, icount: i as u64 + 1, tid: 1, size: 8, kind: AccessKind::Load });
+    }
+    let counts = |fill: &[String]| {
+        let cfg = Config::from_toml("rmm", &text, fill).expect("valid");
+        let mut s = Simulator::new(&cfg).expect("simulator");
+        s.batch(&b).expect("run");
+        let c = s.counters();
+        assert_eq!((c["os.eager_2m"], c["walker.walks"]), (2, 1));
+        ["tlb.l1d-2m.fills", "tlb.l1d-2m.hits", "tlb.l1d-4k.fills", "range_tlb.range-l2.hits"].map(|k| c[k])
+    };
+    // fill = "page" (default; section 5.4.3: "copying the corresponding page table entry in the
+    // L1-page TLBs"): the range hit fills the second page's 2MB entry, which the third load hits.
+    assert_eq!(counts(&[]), [2, 1, 0, 1]);
+    // fill = "4k" (section 4.3.1 read literally): a 4KB entry; the third load, another 4KB page,
+    // misses the L1 TLBs and hits the range TLB again.
+    assert_eq!(counts(&["range_tlb.range-l2.fill=\"4k\"".to_string()]), [1, 0, 2, 2]);
+}

@@ -179,6 +179,32 @@ pub struct RangeTlbConfig {
     /// `mru_hits`, changes no hit or miss.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mru: bool,
+    /// What a hit past the first level fills into the page TLBs above.
+    #[serde(default, skip_serializing_if = "RangeFill::is_page")]
+    pub fill: RangeFill,
+}
+
+/// What a range TLB hit fills into the page TLBs of the levels above (seed 000).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum RangeFill {
+    /// The page-table entry of the page `va` lies in: a 2MB entry where the OS maps a 2MB page
+    /// (section 5.4.3: "copying the corresponding page table entry in the L1-page TLBs as in
+    /// RMM"; section 5.6.1 finds RMM's L1 TLB energy "similar to that with THP"). With 4KB
+    /// pages, as in chapter 4, the same as `4k`.
+    #[default]
+    Page,
+    /// Always the 4KB entry of `va` (section 4.3.1 read literally: "installs a 4 KB TLB entry
+    /// in the previous-level TLB"; with THP its 2MB pages never reach the L1-2MB TLB through a
+    /// range hit).
+    #[serde(rename = "4k")]
+    Size4K,
+}
+
+impl RangeFill {
+    fn is_page(&self) -> bool {
+        *self == RangeFill::Page
+    }
 }
 
 fn default_true() -> bool {

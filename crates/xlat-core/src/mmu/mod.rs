@@ -29,7 +29,7 @@ pub mod segment;
 pub mod tlb;
 pub mod walker;
 
-use crate::config::Config;
+use crate::config::{Config, RangeFill};
 use crate::os::Invalidation;
 use crate::stats::{Counters, Sink, StructStats};
 use crate::units::PageSize;
@@ -90,6 +90,11 @@ pub struct Mmu {
     /// Per role: the range TLBs of its first route level (L1-range TLBs), looked up with the
     /// first-level page TLBs on every access ([`Mmu::probe_first_ranges`]).
     first_ranges: [Vec<usize>; 2],
+    /// Per range TLB: whether a hit fills the page TLBs above with the entry of the page `va`
+    /// lies in (`fill = "page"`) rather than its 4KB entry.
+    range_fill_page: Vec<bool>,
+    /// The last [`Mmu::probe_deep`] was answered by a range TLB with `fill = "page"`.
+    range_page_fill: bool,
     /// Section 4.8's baselines, each with its stage: the clustered TLB and the direct segment
     /// (the `extra` stages of the routes, in that order).
     cluster: Option<(ClusterTlb, u32)>,
@@ -170,6 +175,8 @@ impl Mmu {
                 }
             }),
             first_ranges: std::array::from_fn(|r| routes.ranges[r].first().cloned().unwrap_or_default()),
+            range_fill_page: cfg.range_tlb.iter().map(|c| c.fill == RangeFill::Page).collect(),
+            range_page_fill: false,
             ranges,
             cluster,
             segment,
@@ -299,6 +306,13 @@ impl Mmu {
         None
     }
 
+    /// Whether the last [`Mmu::probe_deep`] hit a range TLB whose hits fill the page's own
+    /// entry (`fill = "page"`); clears it.
+    #[inline(always)]
+    pub fn take_range_page_fill(&mut self) -> bool {
+        std::mem::take(&mut self.range_page_fill)
+    }
+
     /// Whether role `r` has range TLBs at its first route level.
     #[inline(always)]
     pub fn has_first_ranges(&self, r: usize) -> bool {
@@ -372,6 +386,7 @@ impl Mmu {
     #[inline(never)]
     fn probe_staged<S: Shape>(&mut self, r: usize, va: u64) -> Option<(usize, u64, PageSize)> {
         let (l2, tag) = (S::LANES.l2, self.tag);
+        self.range_page_fill = false;
         let (nd, ns) = (self.deep_live[r].len(), self.routes.sides[r].len());
         let (mut k, mut j) = (0, 0);
         loop {
@@ -422,6 +437,11 @@ impl Mmu {
                     SideKind::Extra(0) => self.cluster.as_mut().and_then(|c| c.0.probe(va, tag)),
                     SideKind::Extra(_) => self.segment.as_mut().and_then(|d| d.0.probe(va)),
                 };
+                if found.is_none() && pfn.is_some() {
+                    // The translation comes from this side: a range TLB that fills the page's
+                    // own entry asks the caller for it (`take_range_page_fill`).
+                    self.range_page_fill = matches!(side.kind, SideKind::Range(i) if self.range_fill_page[i as usize]);
+                }
                 found = found.or(pfn.map(|pfn| (level, pfn, PageSize::Size4K)));
             }
             if let Some(e) = range {

@@ -4,7 +4,8 @@
 //! an L1 range TLB, looked up with the first-level page TLBs). Entries are tagged with the
 //! address space like page TLB entries. A hit yields the 4KB translation of the address inside
 //! the range; a hit past the first level fills the page TLBs above (as RMM's range TLB produces
-//! a page-table entry for the L1 TLB), an L1 range TLB's hit fills nothing.
+//! a page-table entry for the L1 TLB: the entry of the page the OS maps `va` with, or its 4KB
+//! entry with `fill = "4k"`), an L1 range TLB's hit fills nothing.
 //!
 //! Replacement is LRU over at most a few dozen entries: the entries are kept in recency order,
 //! most recent first, and a probe scans them.
@@ -105,7 +106,14 @@ mod tests {
     use super::*;
 
     fn tlb(n: u64) -> RangeTlb {
-        RangeTlb::new(&RangeTlbConfig { name: "r".into(), entries: n, latency: 0, stage: 2, mru: true })
+        RangeTlb::new(&RangeTlbConfig {
+            name: "r".into(),
+            entries: n,
+            latency: 0,
+            stage: 2,
+            mru: true,
+            fill: Default::default(),
+        })
     }
 
     #[test]

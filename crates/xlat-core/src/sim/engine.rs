@@ -308,6 +308,12 @@ impl<V: Variant> Core<V> {
     #[inline(never)]
     fn miss<S: Shape>(&mut self, va: u64, r: usize) -> Result<(u64, PageSize), SimError> {
         let (upto, pfn, s) = match self.mmu.probe_deep::<S>(r, va, V::RANGES) {
+            // A range TLB hit that fills the entry of the page `va` lies in (`fill = "page"`):
+            // the OS's page, a 2MB or 1GB one where it maps one.
+            Some((l, pfn, s)) if V::RANGES && self.mmu.take_range_page_fill() => match self.os.translate(va) {
+                Some((base, size)) if size != PageSize::Size4K => (l, base, size),
+                _ => (l, pfn, s),
+            },
             Some((l, pfn, s)) => (l, pfn, s),
             None => {
                 let levels = self.mmu.levels(r);
