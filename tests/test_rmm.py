@@ -113,3 +113,26 @@ def test_cli_bad_input_is_one_sentence(capsys, args, msg):
     assert main(["rmm", "--no-progress", "workload:gups?size=64MiB&accesses=1000", *args]) == 1
     err = capsys.readouterr().err
     assert msg in err and err.count("\n") == 1
+
+
+def test_a_file_mapping_lies_outside_the_range_table_unless_backed_eagerly(tmp_path, capsys):
+    # Two 4MiB private file mappings (fds 3 and 4) read page by page in turn: Algorithm 4.1 backs
+    # anonymous memory only, so their pages are demand-paged, each fault taking the next free
+    # frame: no two pages of one file on consecutive frames, no range (every page outside the
+    # range table). RMM+files (os.eager_files) backs each at mmap time: two ranges cover them.
+    a, b = 0x7F00_0000_0000, 0x7F10_0000_0000
+    lines = ["#xlat-text 1", '#header {"format":"xlat-trace","producer":"test"}']
+    lines.append(f"S 1 1 mmap 0x0 0x400000 0x1 0x2 0x3 0x0 {a}")
+    lines.append(f"S 1 1 mmap 0x0 0x400000 0x1 0x2 0x4 0x0 {b}")
+    for i in range(1024):
+        lines += [f"A 1 {2 + 2 * i} L {a + i * 4096:#x} 8", f"A 1 {3 + 2 * i} L {b + i * 4096:#x} 8"]
+    t = tmp_path / "file.txt"
+    t.write_text("\n".join(lines) + "\n")
+    assert main(["rmm", "--no-progress", str(t), "--designs", "4KB,RMM,RMM+files", "--json"]) == 0
+    rows = {r["design"]: r for r in json.loads(capsys.readouterr().out)}
+    assert "outside_ranges" not in rows["4KB"]
+    assert rows["RMM"]["outside_ranges"] == 1.0
+    assert rows["RMM+files"]["outside_ranges"] == 0.0
+    assert rows["RMM+files"]["walks"] < rows["RMM"]["walks"]
+    assert main(["rmm", "--no-progress", str(t), "--designs", "4KB,RMM"]) == 0
+    assert "footprint outside the range table" in capsys.readouterr().out

@@ -88,6 +88,14 @@ def design_runs(
             "os.ranges=contiguous",
             _range_tlb(RANGE_TLB_ENTRIES, 2, lat),
         ),
+        # RMM with file mappings backed eagerly too, so that ranges can cover them (os.eager_files).
+        "RMM+files": (
+            "os.policy=4k",
+            "os.allocation=eager",
+            "os.eager_files=true",
+            "os.ranges=contiguous",
+            _range_tlb(RANGE_TLB_ENTRIES, 2, lat),
+        ),
         # Section 4.8's baselines: the Clustered TLB (512 entries of 8-page clusters, with eager
         # paging as the section uses it) and the ideal direct segment (the largest range).
         "CTLB": (
@@ -256,6 +264,10 @@ def evaluate(
             row["over_sim"] = m["overhead_sim"]
         stats = contiguity(r, threshold)
         row.update({f"contiguity.{k}": v for k, v in stats.items()})
+        # The share of the mapped pages no range-table entry covers (designs with a range table;
+        # file mappings stay outside unless os.eager_files).
+        if "os.range_frames" in r.counters and stats.get("pages"):
+            row["outside_ranges"] = max(0.0, 1.0 - r.counters["os.range_frames"] / stats["pages"])
         row["frames_in_use"] = r.counters["os.frames_in_use"]
         ev.rows.append(row)
     return ev

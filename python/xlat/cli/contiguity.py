@@ -72,6 +72,10 @@ def _rows(st: dict[str, Any]) -> list[tuple[str, str]]:
             f"{st['threshold_ranges']}, covering {st['threshold_covered_pct']:.2f}%",
         ),
         ("  their median/avg/max (pages)", f"{tp['median']} / {tp['average']:.1f} / {tp['max']}"),
+        (
+            f"footprint outside every range >= {st['threshold']} pages",
+            f"{100 - st['threshold_covered_pct']:.2f}%",
+        ),
     ]
     i = st.get("ideal")
     if i:

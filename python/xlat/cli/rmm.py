@@ -29,6 +29,7 @@ ROWS = [
     ("additive estimate (walk/base cycles)", "additive_overhead"),
     ("ranges (>= threshold)", "contiguity.ranges"),
     ("coverage by ranges", "contiguity.coverage"),
+    ("footprint outside the range table", "outside_ranges"),
     ("median range (pages)", "contiguity.median_pages"),
     ("average range (pages)", "contiguity.average_pages"),
     ("largest run (pages)", "contiguity.max_pages"),

@@ -59,6 +59,11 @@ pub struct OsConfig {
     /// allocator has a block).
     #[serde(default, skip_serializing_if = "is_default")]
     pub eager_placement: EagerPlacement,
+    /// Eager paging: also back file mappings when they are mapped (the whole file range, as if
+    /// read ahead), so that ranges can cover them. Seed 000's Algorithm 4.1 backs anonymous
+    /// memory (heap, stack, anonymous mmap); files fill through the page cache (default false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub eager_files: bool,
     /// Range translations kept in a per-process range table (RMM): `none` or `contiguous`.
     #[serde(default, skip_serializing_if = "is_default")]
     pub ranges: RangePolicy,
@@ -198,6 +203,7 @@ impl Default for OsConfig {
             allocation: Allocation::Demand,
             eager_max_order: None,
             eager_placement: EagerPlacement::Aligned,
+            eager_files: false,
             ranges: RangePolicy::None,
             range_threshold: default_range_threshold(),
             tiering: TieringPolicy::LowestFirst,

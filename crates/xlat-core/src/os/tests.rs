@@ -436,6 +436,27 @@ fn contiguous_ranges_follow_mappings() {
     assert_eq!((named.0["os.ranges"], named.0["os.range_frames"]), (1, 128));
 }
 
+#[test]
+fn eager_paging_backs_file_mappings_only_when_asked() {
+    // A 4MiB private file mapping (fd 3, no MAP_ANONYMOUS): Algorithm 4.1 backs anonymous memory
+    // only, so it stays demand-paged, outside every range; os.eager_files backs it whole at mmap
+    // time (4KB pages: the page cache's) and one range covers it.
+    let a = 0x7000_0000_0000u64;
+    let file = |o: &mut Os, inv: &mut Vec<Invalidation>| {
+        o.syscall(&sys(SyscallKind::Mmap, &[0, 4 << 20, 1, 2, 3, 0], a as i64), inv).unwrap();
+    };
+    let mut inv = Vec::new();
+    let base = ["os.allocation=eager", "os.ranges=contiguous"];
+    let mut o = os_with("[memory]\nsize = \"256MiB\"\n", &base);
+    file(&mut o, &mut inv);
+    assert_eq!(o.lookup(a), None);
+    assert!(o.ranges().is_empty());
+    let mut f = os_with("[memory]\nsize = \"256MiB\"\n", &[base[0], base[1], "os.eager_files=true"]);
+    file(&mut f, &mut inv);
+    assert_eq!(f.lookup(a + (4 << 20) - 4096).map(|x| x.1), Some(PageSize::Size4K));
+    assert_eq!(f.ranges().iter().map(|r| (r.base, r.limit)).collect::<Vec<_>>(), vec![(a, a + (4 << 20))]);
+}
+
 const TWO_KINDS: &str = "[memory]\nmax_order = 10\n[[memory.kinds]]\nname = \"dram\"\nsize = \"8MiB\"\n[[memory.kinds]]\nname = \"nvm\"\nsize = \"16MiB\"\nread_latency = 600\nwrite_latency = 1500\n";
 
 #[test]

@@ -57,6 +57,7 @@ impl Policies {
                 Allocation::Eager => Box::new(EagerPaging {
                     max_order: o.eager_max_order.unwrap_or(cfg.memory.max_order),
                     aligned: o.eager_placement == EagerPlacement::Aligned,
+                    files: o.eager_files,
                 }),
             },
             ranges: match o.ranges {

@@ -37,11 +37,14 @@ impl AllocationTiming for DemandPaging {
 /// RMM's eager paging (`os.allocation = "eager"`; seed 000 section 4.4, Algorithm 4.1): an
 /// anonymous mapping (heap, anonymous mmap, hugetlb) is backed whole when it is mapped or
 /// grows, with the largest free buddy blocks of at most `max_order`. File-backed and shared
-/// mappings stay demand-paged (the page cache fills them as the file is read).
+/// mappings stay demand-paged (the page cache fills them as the file is read), unless `files`
+/// (`os.eager_files`): then they are backed whole when mapped too.
 pub struct EagerPaging {
     pub max_order: u32,
     /// `os.eager_placement = "aligned"` (true) or `"any"`.
     pub aligned: bool,
+    /// `os.eager_files`.
+    pub files: bool,
 }
 
 impl AllocationTiming for EagerPaging {
@@ -49,7 +52,12 @@ impl AllocationTiming for EagerPaging {
         "eager"
     }
     fn populate(&self, vma: &Vma, _: u64, _: u64) -> Option<u32> {
-        matches!(vma.kind, VmaKind::Heap | VmaKind::Anon | VmaKind::Hugetlb(_)).then_some(self.max_order)
+        let eligible = match vma.kind {
+            VmaKind::Heap | VmaKind::Anon | VmaKind::Hugetlb(_) => true,
+            VmaKind::File => self.files,
+            _ => false,
+        };
+        eligible.then_some(self.max_order)
     }
     fn aligned(&self) -> bool {
         self.aligned
