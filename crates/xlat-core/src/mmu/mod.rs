@@ -95,6 +95,8 @@ pub struct Mmu {
     range_fill_page: Vec<bool>,
     /// The last [`Mmu::probe_deep`] was answered by a range TLB with `fill = "page"`.
     range_page_fill: bool,
+    /// The memo of L1-range hits ([`Mmu::range_memo_hit`]).
+    rmemo: Box<RangeMemo>,
     /// Section 4.8's baselines, each with its stage: the clustered TLB and the direct segment
     /// (the `extra` stages of the routes, in that order).
     cluster: Option<(ClusterTlb, u32)>,
@@ -177,6 +179,7 @@ impl Mmu {
             first_ranges: std::array::from_fn(|r| routes.ranges[r].first().cloned().unwrap_or_default()),
             range_fill_page: cfg.range_tlb.iter().map(|c| c.fill == RangeFill::Page).collect(),
             range_page_fill: false,
+            rmemo: Box::new(RangeMemo::EMPTY),
             ranges,
             cluster,
             segment,
@@ -325,14 +328,46 @@ impl Mmu {
     /// the first level's (every access). A hit fills nothing: the translation comes from the
     /// range entry.
     #[inline]
-    pub fn probe_first_ranges(&mut self, r: usize, va: u64) -> Option<u64> {
+    pub fn probe_first_ranges(&mut self, r: usize, va: u64) -> Option<(u64, u32)> {
         let tag = self.tag;
+        if let [i] = self.first_ranges[r][..] {
+            let t = &mut self.ranges[i].0;
+            let k = t.find(va, tag)?;
+            t.rehit(k);
+            let e = t.entry(k);
+            return Some((e.pfn + ((va - e.base) >> 12), k as u32));
+        }
         let mut found = None;
         for &i in &self.first_ranges[r] {
             let pfn = self.ranges[i].0.probe(va, tag);
             found = found.or(pfn);
         }
-        found
+        // (Several L1 range TLBs: no memo of their hits.)
+        found.map(|pfn| (pfn, u32::MAX))
+    }
+
+    /// After the first-level page TLBs missed and the L1 range TLB hit entry `k` (from
+    /// [`Mmu::probe_first_ranges`]): remember the page for [`Mmu::range_memo_hit`].
+    #[inline(always)]
+    pub fn range_memo_insert(&mut self, r: usize, va: u64, k: u32, pfn: u64) {
+        if k != u32::MAX {
+            self.rmemo.insert(va, (r as u64) << 63, k, pfn);
+        }
+    }
+
+    /// The memo of L1-range hits: an access to a page whose last access missed the first-level
+    /// page TLBs and hit the (one) L1 range TLB, with no first-level fill, range TLB fill or
+    /// side event since, misses the page TLBs again (nothing was added to them; a probe miss
+    /// changes no replacement state, and their misses are counted as first-level lookups
+    /// minus hits) and hits the same range entry: count that hit, skip the probes. `None` when
+    /// the page is not in the memo. Exact: the range TLB's and the page TLBs' counts and state
+    /// are what the probes would leave.
+    #[inline(always)]
+    pub fn range_memo_hit(&mut self, r: usize, va: u64) -> Option<u64> {
+        let (k, pfn) = self.rmemo.find(va, (r as u64) << 63)?;
+        let i = self.first_ranges[r][0];
+        self.ranges[i].0.rehit(k as usize);
+        Some(pfn)
     }
 
     /// Count a first-level miss of role `r`.
@@ -518,7 +553,7 @@ impl Mmu {
             return Some(pfn + ((va & (PageSize::from_index(size as usize).bytes() - 1)) >> 12));
         }
         if range.is_some() {
-            return range;
+            return range.map(|(pfn, _)| pfn);
         }
         self.l1_misses[r] += 1;
         let (l, pfn, s) = self.probe_deep::<S>(r, va, true)?;
@@ -561,6 +596,9 @@ impl Mmu {
                 }
             };
             flipped |= f;
+            if l == 0 && self.rmemo.live {
+                *self.rmemo = RangeMemo::EMPTY;
+            }
             if l == 0 && self.memo_on {
                 if first {
                     let h = MemoHit { tlb: t as u32, set: set as u32, size: held as u8, pfn: entry };
@@ -602,6 +640,7 @@ impl Mmu {
 
     /// Fill the range TLBs of role `r`'s route level `l` with `e`.
     fn fill_ranges_at(&mut self, r: usize, l: usize, e: RangeEntry) {
+        self.rmemo.clear();
         for &i in &self.routes.ranges[r][l] {
             self.ranges[i].0.fill(RangeEntry { tag: self.tag, ..e });
         }
@@ -651,6 +690,7 @@ impl Mmu {
     pub fn set_memo(&mut self, on: bool) {
         if self.memo_on && !on {
             self.memo.clear(&mut self.tlbs);
+            self.rmemo.clear();
         }
         self.memo_on = on;
     }
@@ -674,6 +714,7 @@ impl Mmu {
     /// Empty the memo (before any side event: it may change mappings or the address space).
     pub fn clear_memo(&mut self) {
         self.memo.clear(&mut self.tlbs);
+        self.rmemo.clear();
     }
 
     // ------------------------------------------------------------------ invalidation
@@ -683,6 +724,7 @@ impl Mmu {
     pub fn invalidate(&mut self, inval: &[Invalidation]) {
         self.shootdowns += 1;
         self.memo.clear(&mut self.tlbs);
+        self.rmemo.clear();
         for i in inval {
             match *i {
                 Invalidation::Range { asid, start, end } => {
@@ -730,6 +772,7 @@ impl Mmu {
     /// flushed (returns true: the caller flushes the PSCs and counts it).
     pub fn switch_to(&mut self, asid: u32) -> bool {
         self.memo.clear(&mut self.tlbs);
+        self.rmemo.clear();
         if self.asid_mode {
             self.tag = asid_tag(asid);
             return false;
@@ -748,6 +791,7 @@ impl Mmu {
             return Err(format!("TLB '{name}' has {max} ways; {ways} cannot be active"));
         }
         self.memo.clear(&mut self.tlbs);
+        self.rmemo.clear();
         let n = self.tlbs[i].set_active_ways(ways);
         self.live_probes();
         Ok(n)
@@ -919,5 +963,49 @@ impl Counters for Mmu {
                 out.put(format_args!("tlb_level{}.{role}.misses", l + 1), n - h);
             }
         }
+    }
+}
+
+/// The memo of L1-range hits ([`Mmu::range_memo_hit`]): up to 4 pages (page | role bit), each
+/// with the index of its range TLB entry and its frame; round robin.
+#[derive(Clone, Copy)]
+struct RangeMemo {
+    key: [u64; 4],
+    entry: [u32; 4],
+    pfn: [u64; 4],
+    next: usize,
+    /// Whether any entry is set (clearing an empty memo costs a test: the copies without
+    /// range TLBs never fill it).
+    live: bool,
+}
+
+impl RangeMemo {
+    const EMPTY: RangeMemo = RangeMemo { key: [u64::MAX; 4], entry: [0; 4], pfn: [0; 4], next: 0, live: false };
+
+    #[inline(always)]
+    fn clear(&mut self) {
+        if self.live {
+            *self = RangeMemo::EMPTY;
+        }
+    }
+
+    #[inline(always)]
+    fn find(&self, va: u64, rbit: u64) -> Option<(u32, u64)> {
+        let key = (va & !0xFFF) | rbit;
+        (0..4).find(|&j| self.key[j] == key).map(|j| (self.entry[j], self.pfn[j]))
+    }
+
+    #[inline(always)]
+    fn insert(&mut self, va: u64, rbit: u64, entry: u32, pfn: u64) {
+        let key = (va & !0xFFF) | rbit;
+        if (0..4).any(|j| self.key[j] == key) {
+            return;
+        }
+        let j = self.next;
+        self.key[j] = key;
+        self.entry[j] = entry;
+        self.pfn[j] = pfn;
+        self.next = (j + 1) & 3;
+        self.live = true;
     }
 }

@@ -7,8 +7,8 @@
 //! a page-table entry for the L1 TLB: the entry of the page the OS maps `va` with, or its 4KB
 //! entry with `fill = "4k"`), an L1 range TLB's hit fills nothing.
 //!
-//! Replacement is LRU over at most a few dozen entries: the entries are kept in recency order,
-//! most recent first, and a probe scans them.
+//! Replacement is LRU over at most a few dozen entries: each entry keeps the time of its last
+//! use, a probe scans them, and a fill replaces the least recently used.
 //!
 //! The optional MRU pointer (`mru = true`, seed 000 section 4.4.1) holds the most recently used
 //! entry and is checked first; a hit there skips the associative search of the others (an
@@ -37,8 +37,14 @@ pub struct RangeTlb {
     pub mru: bool,
     /// Hits of the MRU pointer (the most recently used entry).
     pub mru_hits: u64,
-    /// Most recently used first.
+    /// The entries in no order, each with the time of its last use (`stamps`): LRU by stamp,
+    /// so a hit updates one stamp instead of moving entries (an L1 range TLB is probed on
+    /// every access).
     entries: Vec<RangeEntry>,
+    stamps: Vec<u64>,
+    clock: u64,
+    /// The index of the most recently used entry (hit or filled), `usize::MAX` if none.
+    last: usize,
     /// Hits, fills, evictions, invalidations (accesses follow from the lookups of its stage).
     pub stats: StructStats,
 }
@@ -52,52 +58,97 @@ impl RangeTlb {
             mru: c.mru,
             mru_hits: 0,
             entries: Vec::with_capacity(c.entries as usize),
+            stamps: Vec::with_capacity(c.entries as usize),
+            clock: 0,
+            last: usize::MAX,
             stats: StructStats::default(),
         }
     }
 
-    /// The frame of `va`'s 4KB page if a range of address space `tag` covers it (a hit moves
-    /// the entry to the front).
+    /// The frame of `va`'s 4KB page if a range of address space `tag` covers it (a hit makes
+    /// the entry the most recently used).
     pub fn probe(&mut self, va: u64, tag: u64) -> Option<u64> {
         self.probe_entry(va, tag).map(|e| e.pfn + ((va - e.base) >> 12))
     }
 
     /// The entry of address space `tag` covering `va`, as [`RangeTlb::probe`].
+    #[inline]
     pub fn probe_entry(&mut self, va: u64, tag: u64) -> Option<RangeEntry> {
-        let i = self.entries.iter().position(|e| e.tag == tag && e.base <= va && va < e.limit)?;
-        let e = self.entries[i];
-        self.entries[..=i].rotate_right(1);
+        let i = self.find(va, tag)?;
+        self.rehit(i);
+        Some(self.entries[i])
+    }
+
+    /// The index of the entry of address space `tag` covering `va` (no hit counted).
+    #[inline]
+    pub fn find(&self, va: u64, tag: u64) -> Option<usize> {
+        self.entries.iter().position(|e| e.tag == tag && e.base <= va && va < e.limit)
+    }
+
+    /// Entry `i` (an index [`RangeTlb::find`] gave).
+    #[inline(always)]
+    pub fn entry(&self, i: usize) -> RangeEntry {
+        self.entries[i]
+    }
+
+    /// A hit of entry `i` (found before, unchanged since): what [`RangeTlb::probe_entry`] does
+    /// after its search.
+    #[inline(always)]
+    pub fn rehit(&mut self, i: usize) {
+        self.clock += 1;
+        self.stamps[i] = self.clock;
+        self.mru_hits += (i == self.last) as u64;
+        self.last = i;
         self.stats.hits += 1;
-        self.mru_hits += (i == 0) as u64;
-        Some(e)
     }
 
     /// Insert a range (the caller knows no entry covers its addresses); the least recently used
     /// entry goes if the TLB is full.
     pub fn fill(&mut self, e: RangeEntry) {
         self.stats.fills += 1;
+        self.clock += 1;
         if self.entries.len() == self.capacity {
-            self.entries.pop();
+            let j = (0..self.stamps.len()).min_by_key(|&j| self.stamps[j]).expect("a full TLB has entries");
+            self.entries[j] = e;
+            self.stamps[j] = self.clock;
+            self.last = j;
             self.stats.evictions += 1;
+        } else {
+            self.entries.push(e);
+            self.stamps.push(self.clock);
+            self.last = self.entries.len() - 1;
         }
-        self.entries.insert(0, e);
     }
 
     /// Drop the entries overlapping [start, end) of address space `tag` (any if `None`).
     pub fn invalidate(&mut self, start: u64, end: u64, tag: Option<u64>) {
         let before = self.entries.len();
-        self.entries.retain(|e| !(e.base < end && start < e.limit && tag.is_none_or(|t| t == e.tag)));
+        let mut k = 0;
+        while k < self.entries.len() {
+            let e = self.entries[k];
+            if e.base < end && start < e.limit && tag.is_none_or(|t| t == e.tag) {
+                self.entries.swap_remove(k);
+                self.stamps.swap_remove(k);
+            } else {
+                k += 1;
+            }
+        }
         self.stats.invalidations += (before - self.entries.len()) as u64;
+        self.last = (0..self.stamps.len()).max_by_key(|&j| self.stamps[j]).unwrap_or(usize::MAX);
     }
 
     pub fn flush(&mut self) {
         self.stats.invalidations += self.entries.len() as u64;
         self.entries.clear();
+        self.stamps.clear();
+        self.last = usize::MAX;
     }
 
     /// Valid entries, most recent first (tests and reports).
-    pub fn entries(&self) -> &[RangeEntry] {
-        &self.entries
+    pub fn entries(&self) -> Vec<RangeEntry> {
+        let mut order: Vec<usize> = (0..self.entries.len()).collect();
+        order.sort_by_key(|&j| std::cmp::Reverse(self.stamps[j]));
+        order.into_iter().map(|j| self.entries[j]).collect()
     }
 }
 

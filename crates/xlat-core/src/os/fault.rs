@@ -84,6 +84,7 @@ impl Kernel {
         inv: &mut Vec<Invalidation>,
     ) -> Result<(), SimError> {
         let (root, levels) = (self.root(), self.levels);
+        self.mapped_huge |= size != PageSize::Size4K;
         loop {
             let (phys, policies, stats) = (&mut self.phys, &self.policies, &mut self.stats);
             let r = self.pt.map(root, levels, va, size, pfn, &mut |companion| {

@@ -28,6 +28,9 @@ pub struct Kernel {
     pub(super) stats: OsStats,
     /// Pages evicted by reclaim, as (space, va): a fault on one is a major fault.
     pub(super) swapped: BTreeSet<(usize, u64)>,
+    /// Whether a page larger than 4KB was ever mapped (a range TLB hit then asks the page
+    /// table for its page's size; `Os::maps_huge`).
+    pub(super) mapped_huge: bool,
     /// What the policies decided once (read on every fault, so not asked through their
     /// trait objects each time): the range policy's threshold, and whether the reclaim policy
     /// tracks resident pages.
@@ -88,6 +91,7 @@ impl Kernel {
             mem_mib: m.size.0 >> 20,
             stats: OsStats::default(),
             swapped: BTreeSet::new(),
+            mapped_huge: false,
             range_threshold,
             tracks_resident,
             pinned_frames,

@@ -109,6 +109,11 @@ impl Os {
     pub fn translate(&mut self, va: u64) -> Option<(u64, PageSize)> {
         self.k.translate(va)
     }
+    /// Whether a page larger than 4KB was ever mapped in this run (in any space).
+    #[inline(always)]
+    pub fn maps_huge(&self) -> bool {
+        self.k.mapped_huge
+    }
     /// The range translation of the current space containing `va` (`os.ranges`).
     pub fn range_of(&self, va: u64) -> Option<Range> {
         self.k.space().ranges.containing(va)

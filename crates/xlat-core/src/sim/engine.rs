@@ -192,7 +192,16 @@ impl<V: Variant> Core<V> {
         let r = (kind == 2) as usize;
         let rbit = (r as u64) << 63;
         // An L1-range TLB is looked up with the first-level page TLBs (seed 000 section 5.4.3).
-        let range = if V::RANGES && self.mmu.has_first_ranges(r) { self.mmu.probe_first_ranges(r, va) } else { None };
+        let range = if V::RANGES && self.mmu.has_first_ranges(r) {
+            // A page whose last access the L1 range TLB answered alone, nothing filled since:
+            // the same again, without the probes (`Mmu::range_memo_hit`).
+            if let Some(pfn) = self.mmu.range_memo_hit(r, va) {
+                return self.first_level_hit::<DATA, S>(r, va, kind, pfn, PageSize::Size4K as u8);
+            }
+            self.mmu.probe_first_ranges(r, va)
+        } else {
+            None
+        };
         if let Some(j) = if MEMO { self.mmu.memo_hit(va, rbit) } else { None } {
             if DATA || <V::Observer as AccessObserver>::ACTIVE {
                 let (pfn, size) = self.mmu.memo_translation(j);
@@ -210,7 +219,16 @@ impl<V: Variant> Core<V> {
             self.mmu.probe_first::<MEMO>(S::LANES.l1i, r, va)
         };
         // The page TLBs missed and the L1-range TLB hit: its translation, nothing filled.
-        let hit = if V::RANGES { hit.or(range.map(|pfn| (pfn, PageSize::Size4K as u8))) } else { hit };
+        let hit = if V::RANGES {
+            hit.or_else(|| {
+                range.map(|(pfn, k)| {
+                    self.mmu.range_memo_insert(r, va, k, pfn);
+                    (pfn, PageSize::Size4K as u8)
+                })
+            })
+        } else {
+            hit
+        };
         if let Some((pfn, size)) = hit {
             let (pfn, size) = if <V::Backend as Backend>::REMAP {
                 self.remap::<S>(r, va, pfn, size, Translated::Level(0))
@@ -291,6 +309,26 @@ impl<V: Variant> Core<V> {
         }
     }
 
+    /// A first-level hit (a page TLB or the L1 range TLB): the translation, remapped by the
+    /// backend if it remaps.
+    #[inline(always)]
+    fn first_level_hit<const DATA: bool, S: Shape>(
+        &mut self,
+        r: usize,
+        va: u64,
+        kind: u8,
+        pfn: u64,
+        size: u8,
+    ) -> Result<(), SimError> {
+        let (pfn, size) = if <V::Backend as Backend>::REMAP {
+            self.remap::<S>(r, va, pfn, size, Translated::Level(0))
+        } else {
+            (pfn, size)
+        };
+        self.translated::<DATA>(pfn, size, va, kind, Translated::Level(0), NO_HINT);
+        Ok(())
+    }
+
     #[inline]
     fn data_access(&mut self, pfn: u64, s: PageSize, va: u64, kind: u8) {
         let pa = (pfn << 12) | (va & (s.bytes() - 1));
@@ -310,10 +348,12 @@ impl<V: Variant> Core<V> {
         let (upto, pfn, s) = match self.mmu.probe_deep::<S>(r, va, V::RANGES) {
             // A range TLB hit that fills the entry of the page `va` lies in (`fill = "page"`):
             // the OS's page, a 2MB or 1GB one where it maps one.
-            Some((l, pfn, s)) if V::RANGES && self.mmu.take_range_page_fill() => match self.os.translate(va) {
-                Some((base, size)) if size != PageSize::Size4K => (l, base, size),
-                _ => (l, pfn, s),
-            },
+            Some((l, pfn, s)) if V::RANGES && self.mmu.take_range_page_fill() && self.os.maps_huge() => {
+                match self.os.translate(va) {
+                    Some((base, size)) if size != PageSize::Size4K => (l, base, size),
+                    _ => (l, pfn, s),
+                }
+            }
             Some((l, pfn, s)) => (l, pfn, s),
             None => {
                 let levels = self.mmu.levels(r);
