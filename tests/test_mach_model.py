@@ -226,3 +226,29 @@ def test_the_cli_takes_one_configuration_of_a_several_configuration_sim_file(tmp
         assert main(["model", "mach", "--counts", bad, "--st", "0.5"]) == 1
         err = capsys.readouterr().err
         assert msg in err and err.count("\n") == 1
+
+
+def test_the_split_of_tlb_time_decides_the_sign_of_the_prediction(tmp_path, capsys):
+    # Seed 001 eq. 5.7: on a faster processor with the same cache, delta rises iff M_T > M_A.
+    # The machine's counted split (handler costs beyond the modelled loads as instructions)
+    # gives M_T < M_A on the four-server benchmark, so delta falls; the document's split (I_T
+    # half the TLB time, M_T = 1/T_C) gives it the document's sign. The TLB time is the same.
+    out = tmp_path / "both.json"
+    w = "workload:clientserver?servers=4&words=30&rounds=500"
+    cfgs = ["--config", str(MACH / "tlb-only.toml"), "--config", str(MACH / "ptlb+stlb.toml")]
+    assert main(["sim", w, *cfgs, "--json", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    names = [r["config_name"] for r in json.loads(out.read_text())["results"]]
+    got = {}
+    for split in ("counted", "document"):
+        args = ["model", "mach", "--counts", f"{out}:{names[0]}", "--scheme", f"{out}:{names[1]}"]
+        assert main([*args, "--split", split, "--json"]) == 0
+        got[split] = json.loads(capsys.readouterr().out)
+    c, d = got["counted"], got["document"]
+    assert c["inputs"]["M_T"] < c["inputs"]["M_A"] and d["inputs"]["M_T"] == pytest.approx(1 / 24)
+    assert c["tlb_cycles"] == pytest.approx(d["tlb_cycles"])
+    r3k = [next(s for s in x["scenarios"] if s["scenario"].startswith("R3K")) for x in (c, d)]
+    assert r3k[0]["delta_increase"] < 0 < r3k[1]["delta_increase"]
+    # The table says why when M_T < M_A.
+    assert main([*args[:-2], "--scheme", f"{out}:{names[1]}"]) == 0
+    assert "M_T < M_A" in capsys.readouterr().out

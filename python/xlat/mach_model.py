@@ -232,6 +232,23 @@ def inputs_from_counts(counts: Mapping[str, Any], T_C: float = T_C_R3K) -> Input
     return x
 
 
+#: How the TLB-handling time of a run is split into handler instructions and cache misses:
+#: ``counted`` (the machine's modelled misses, the rest of every handler's Table 2.1 cost counted
+#: as instructions: a low M_T) or ``document`` (section 5.4's split, I_T about half of the TLB
+#: time, so M_T = 1 / T_C).
+SPLITS = ("counted", "document")
+
+
+def with_split(x: Inputs, split: str) -> Inputs:
+    """``x`` with its TLB time split as ``split`` says (:data:`SPLITS`); the TLB time
+    ``I_T (1 + M_T T_C)`` is unchanged."""
+    if split == "counted":
+        return x
+    if split != "document":
+        raise ValueError(f"the split must be one of {', '.join(SPLITS)}, not {split!r}")
+    return Inputs(x.I_A, tlb_time(x) / 2, x.M_A, 1 / x.T_C, x.T_C)
+
+
 def speedup_of_scheme(base: Mapping[str, Any], scheme: Mapping[str, Any], T_C: float = T_C_R3K) -> float:
     """``S_T`` from two runs of one trace: 1 - (TLB time with the scheme) / (TLB time of Mach)."""
     tb = tlb_time(inputs_from_counts(base, T_C))
