@@ -117,6 +117,11 @@ def _row(name: str, r: SimResult) -> dict[str, Any]:
         for i, n in enumerate(("4k_hit_2m_hit", "4k_hit_2m_miss", "4k_miss_2m_hit", "4k_miss_2m_miss"), 1):
             row[f"case{i}"] = c[f"rainbow.case{i}_{n}"]
         row["remaps"] = c["rainbow.remaps"]
+        row["stale_remaps"] = c["rainbow.stale_remaps"]
+        # DRAM copies made, and those a translation ever reached (seed 003 caches hot pages: a
+        # copy never read again cost its migration for nothing).
+        row["copies_made"] = c["rainbow.copies_made"]
+        row["copies_used"] = c["rainbow.copies_used"]
         row["bitmap_misses"] = c["rainbow.bitmap_cache.misses"]
     return row
 

@@ -142,6 +142,8 @@ fn the_hot_pages_of_the_hot_superpage_are_cached_at_the_second_interval_at_their
     assert_eq!(c["epoch.rainbow.bytes_copied"], 2 * 4096);
     assert_eq!(c["rainbow.stage2_pages_counted"], 2, "P1 and P2; S1's Q was not monitored");
     assert_eq!(c["rainbow.cached_pages"], 2);
+    // Copied at the end of interval 2, never read since: 2 made, 0 used.
+    assert_eq!((c["rainbow.copies_made"], c["rainbow.copies_used"]), (2, 0));
     assert_eq!(c["hybrid.nvm.copy_reads"], 128);
     assert_eq!(c["hybrid.dram.copy_writes"], 128);
     assert_eq!(c["hybrid.nvm.meta_writes"], 2, "the pointers");
@@ -180,6 +182,8 @@ fn the_four_translation_cases_and_their_costs() {
     assert_eq!(d("rainbow.case3_4k_miss_2m_hit"), 2);
     assert_eq!(d("rainbow.case4_4k_miss_2m_miss"), 3);
     assert_eq!(d("rainbow.remaps"), 3, "a, e, f follow the pointer");
+    // Both copies (P1 and P2) reached by a translation at last.
+    assert_eq!((c["rainbow.copies_made"], c["rainbow.copies_used"]), (2, 2));
     assert_eq!(d("walker.walks"), 3);
     // Costs: 3 pointer reads at the NVM read latency; bitmap lookups (all hits: S0 and S1 fill
     // the two entries) for the 3 pointers and the 2 NVM reads (c, g), 9 cycles each.

@@ -35,6 +35,8 @@ LINES = [
     ("memory reads from DRAM", "dram_read_share", _pct),
     ("pages moved to DRAM", "promotions", lambda v: f"{v:,}"),
     ("pages moved back", "demotions", lambda v: f"{v:,}"),
+    ("Rainbow copies made / ever read", "copies_pair", str),
+    ("Rainbow stale remaps (bit set, page since unmapped)", "stale_remaps", lambda v: f"{v:,}"),
     ("migration traffic", "migration_bytes", human_bytes),
     ("migration traffic / footprint", "migration_vs_footprint", _num),
     ("memory energy (mJ)", "energy_mj", _num),
@@ -48,6 +50,8 @@ def rows_for_print(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         r = dict(r)
         r["migration_share"] = sum(r[f"share_{p}"] for p in ("migration", "clflush", "shootdown", "remap"))
         r["energy_mj"] = r["energy_nj"] / 1e6
+        if "copies_made" in r:
+            r["copies_pair"] = f"{r['copies_made']:,} / {r['copies_used']:,}"
         out.append(r)
     return out
 

@@ -53,6 +53,9 @@ struct Stats {
     misses: u64,
     walk_fills: u64,
     walk_fill_misses: u64,
+    /// Copies made, and copies dropped after at least one access.
+    copies_made: u64,
+    copies_used_dropped: u64,
 }
 
 /// The backend.
@@ -64,6 +67,9 @@ pub struct RainbowMemory {
     /// The migration bitmap, over NVM frames; and which DRAM frames hold copies.
     bits: Vec<u64>,
     copy_bits: Vec<u64>,
+    /// DRAM frames whose current copy has been accessed (a translation reached it: a 4KB TLB
+    /// hit on the copy or a pointer followed), for `rainbow.copies_used`.
+    used_bits: Vec<u64>,
     /// NVM frame -> its copy; DRAM frame -> NVM frame.
     cached: FxHashMap<u64, Cached>,
     copies: FxHashMap<u64, u64>,
@@ -95,6 +101,7 @@ impl RainbowMemory {
             nvm_base,
             bits: vec![0; (frames - nvm_base).div_ceil(64) as usize],
             copy_bits: vec![0; nvm_base.div_ceil(64) as usize],
+            used_bits: vec![0; nvm_base.div_ceil(64) as usize],
             cached: FxHashMap::default(),
             copies: FxHashMap::default(),
             bitmap,
@@ -146,6 +153,8 @@ impl RainbowMemory {
         let i = pfn - self.nvm_base;
         self.bits[(i / 64) as usize] |= 1 << (i % 64);
         self.copy_bits[(dram / 64) as usize] |= 1 << (dram % 64);
+        self.used_bits[(dram / 64) as usize] &= !(1 << (dram % 64));
+        self.stats.copies_made += 1;
         self.cached.insert(pfn, Cached { dram, va: va & !0xfff });
         self.copies.insert(dram, pfn);
         self.hybrid.meta(NVM, true)
@@ -159,6 +168,7 @@ impl RainbowMemory {
         let i = pfn - self.nvm_base;
         self.bits[(i / 64) as usize] &= !(1 << (i % 64));
         self.copy_bits[(dram / 64) as usize] &= !(1 << (dram % 64));
+        self.stats.copies_used_dropped += bit(&self.used_bits, dram) as u64;
         Some((pfn, c))
     }
 
@@ -213,6 +223,7 @@ impl Backend for RainbowMemory {
         match (size, via) {
             (PageSize::Size4K, Via::Tlb { superpage_held }) if pfn < self.nvm_base && bit(&self.copy_bits, pfn) => {
                 self.stats.cases[if superpage_held { 0 } else { 1 }] += 1;
+                self.used_bits[(pfn / 64) as usize] |= 1 << (pfn % 64);
                 None
             }
             (PageSize::Size4K, Via::Below { cycles }) => {
@@ -220,6 +231,9 @@ impl Backend for RainbowMemory {
                 self.stats.cases[0] += 1;
                 self.stats.below += 1;
                 self.hybrid.cycles.tlb4k += cycles;
+                if pfn < self.nvm_base && bit(&self.copy_bits, pfn) {
+                    self.used_bits[(pfn / 64) as usize] |= 1 << (pfn % 64);
+                }
                 None
             }
             (PageSize::Size2M, _) if pfn >= self.nvm_base => {
@@ -265,6 +279,7 @@ impl RainbowMemory {
         let p = self.hybrid.meta(NVM, false);
         self.hybrid.cycles.pointer += p;
         self.stats.remaps += 1;
+        self.used_bits[(c.dram / 64) as usize] |= 1 << (c.dram % 64);
         Some(c.dram)
     }
 }
@@ -286,6 +301,11 @@ impl Counters for RainbowMemory {
         out.put(format_args!("rainbow.bitmap_cache.walk_fills"), s.walk_fills);
         out.put(format_args!("rainbow.bitmap_cache.walk_fill_misses"), s.walk_fill_misses);
         out.put(format_args!("rainbow.cached_pages"), self.cached.len() as u64);
+        // Copies made over the run, and those a translation ever reached (dropped or still
+        // cached): the rest were copied and never read from DRAM.
+        let used_now = self.copies.keys().filter(|&&d| bit(&self.used_bits, d)).count() as u64;
+        out.put(format_args!("rainbow.copies_made"), s.copies_made);
+        out.put(format_args!("rainbow.copies_used"), s.copies_used_dropped + used_now);
         if let crate::mem::hybrid::PageCounting::TwoStage(t) = self.hybrid.counting() {
             out.put(format_args!("rainbow.monitored_superpages"), t.monitored().len() as u64);
             out.put(format_args!("rainbow.stage2_pages_counted"), t.pages_counted);
