@@ -84,6 +84,12 @@ fn bit(v: &[u64], i: u64) -> bool {
     v[(i / 64) as usize] >> (i % 64) & 1 != 0
 }
 
+#[inline(always)]
+fn set_bit(v: &mut [u64], i: u64, on: bool) {
+    let (w, m) = ((i / 64) as usize, 1u64 << (i % 64));
+    v[w] = if on { v[w] | m } else { v[w] & !m };
+}
+
 impl RainbowMemory {
     /// The backend of `cfg` (`hybrid.migration = "rainbow"`, validated).
     pub fn new(cfg: &Config) -> RainbowMemory {
@@ -151,9 +157,9 @@ impl RainbowMemory {
     /// returned). The data copy and the `clflush` are the caller's.
     pub fn cache(&mut self, pfn: u64, dram: u64, va: u64) -> u64 {
         let i = pfn - self.nvm_base;
-        self.bits[(i / 64) as usize] |= 1 << (i % 64);
-        self.copy_bits[(dram / 64) as usize] |= 1 << (dram % 64);
-        self.used_bits[(dram / 64) as usize] &= !(1 << (dram % 64));
+        set_bit(&mut self.bits, i, true);
+        set_bit(&mut self.copy_bits, dram, true);
+        set_bit(&mut self.used_bits, dram, false);
         self.stats.copies_made += 1;
         self.cached.insert(pfn, Cached { dram, va: va & !0xfff });
         self.copies.insert(dram, pfn);
@@ -166,8 +172,8 @@ impl RainbowMemory {
         let pfn = self.copies.remove(&dram)?;
         let c = self.cached.remove(&pfn).expect("a copy has its page");
         let i = pfn - self.nvm_base;
-        self.bits[(i / 64) as usize] &= !(1 << (i % 64));
-        self.copy_bits[(dram / 64) as usize] &= !(1 << (dram % 64));
+        set_bit(&mut self.bits, i, false);
+        set_bit(&mut self.copy_bits, dram, false);
         self.stats.copies_used_dropped += bit(&self.used_bits, dram) as u64;
         Some((pfn, c))
     }
@@ -223,7 +229,7 @@ impl Backend for RainbowMemory {
         match (size, via) {
             (PageSize::Size4K, Via::Tlb { superpage_held }) if pfn < self.nvm_base && bit(&self.copy_bits, pfn) => {
                 self.stats.cases[if superpage_held { 0 } else { 1 }] += 1;
-                self.used_bits[(pfn / 64) as usize] |= 1 << (pfn % 64);
+                set_bit(&mut self.used_bits, pfn, true);
                 None
             }
             (PageSize::Size4K, Via::Below { cycles }) => {
@@ -232,7 +238,7 @@ impl Backend for RainbowMemory {
                 self.stats.below += 1;
                 self.hybrid.cycles.tlb4k += cycles;
                 if pfn < self.nvm_base && bit(&self.copy_bits, pfn) {
-                    self.used_bits[(pfn / 64) as usize] |= 1 << (pfn % 64);
+                    set_bit(&mut self.used_bits, pfn, true);
                 }
                 None
             }
@@ -279,7 +285,7 @@ impl RainbowMemory {
         let p = self.hybrid.meta(NVM, false);
         self.hybrid.cycles.pointer += p;
         self.stats.remaps += 1;
-        self.used_bits[(c.dram / 64) as usize] |= 1 << (c.dram % 64);
+        set_bit(&mut self.used_bits, c.dram, true);
         Some(c.dram)
     }
 }

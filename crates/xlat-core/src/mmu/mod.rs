@@ -410,9 +410,9 @@ impl Mmu {
 
     /// [`Mmu::probe_deep`] with range TLBs: level by level (the first level's range TLBs were
     /// looked up with its page TLBs, [`Mmu::probe_first_ranges`]; a clustered TLB or direct
-    /// segment at the first level is probed here, its hit returned as level 0), the page TLBs and then every other
-    /// structure of the level (range TLBs, then the clustered TLB and the direct segment: all
-    /// probed, as in parallel); a page-TLB hit wins over the others' hits at the same level (all
+    /// segment at the first level is probed here, its hit returned as level 0), the page TLBs
+    /// and then every other structure of the level (range TLBs, then the clustered TLB and the
+    /// direct segment: all probed, as in parallel); a page-TLB hit wins over the others' hits at the same level (all
     /// count their hit). A range hit translates the 4KB page of `va` and fills the range TLBs
     /// of the stages above with its range (the first range TLB's that hit).
     ///
@@ -552,12 +552,13 @@ impl Mmu {
         if let Some((pfn, size)) = self.probe_first::<false>(lanes, r, va) {
             return Some(pfn + ((va & (PageSize::from_index(size as usize).bytes() - 1)) >> 12));
         }
-        if range.is_some() {
-            return range.map(|(pfn, _)| pfn);
+        if let Some((pfn, _)) = range {
+            return Some(pfn);
         }
         self.l1_misses[r] += 1;
         let (l, pfn, s) = self.probe_deep::<S>(r, va, true)?;
-        // (An L1 range TLB's hit is level 0 and fills the first level.)
+        // (A clustered TLB's or direct segment's hit at the first level is level 0: it fills the
+        // first level.)
         self.fill_above::<S>(r, l.max(1), va, s, pfn);
         Some(pfn + ((va & (s.bytes() - 1)) >> 12))
     }
@@ -596,8 +597,8 @@ impl Mmu {
                 }
             };
             flipped |= f;
-            if l == 0 && self.rmemo.live {
-                *self.rmemo = RangeMemo::EMPTY;
+            if l == 0 {
+                self.rmemo.clear();
             }
             if l == 0 && self.memo_on {
                 if first {

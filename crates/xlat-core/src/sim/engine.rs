@@ -230,13 +230,7 @@ impl<V: Variant> Core<V> {
             hit
         };
         if let Some((pfn, size)) = hit {
-            let (pfn, size) = if <V::Backend as Backend>::REMAP {
-                self.remap::<S>(r, va, pfn, size, Translated::Level(0))
-            } else {
-                (pfn, size)
-            };
-            self.translated::<DATA>(pfn, size, va, kind, Translated::Level(0), NO_HINT);
-            return Ok(());
+            return self.first_level_hit::<DATA, S>(r, va, kind, pfn, size);
         }
         // (Checked after the probes: with no first-level TLB the probe list is empty too.)
         if !self.mmu.translates(r) {

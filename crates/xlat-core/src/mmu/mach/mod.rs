@@ -404,13 +404,11 @@ impl MachHandler {
                     // prefetched before each access the IPC path makes to them). Then the L3
                     // entries of the receiver's message buffers' page-table pages.
                     let (base, stride, pages) = self.ipc;
-                    if self.ptlb_both {
+                    let parties = if self.ptlb_both { &[sender, to][..] } else { &[to][..] };
+                    for &asid in parties {
                         for pg in 0..pages {
-                            self.prefetch(cx, base + sender as u64 * stride + (pg << 12), false);
+                            self.prefetch(cx, base + asid as u64 * stride + (pg << 12), false);
                         }
-                    }
-                    for pg in 0..pages {
-                        self.prefetch(cx, base + to as u64 * stride + (pg << 12), false);
                     }
                     if self.ptlb_l3 {
                         let totag = self.tag_of(to);
