@@ -205,19 +205,24 @@ def test_a_simulated_run_gives_the_model_its_tlb_time():
     assert c["mach.loads_hit.DRAM"] == c["dram.walk_accesses"] > 0
 
 
-def test_the_cli_takes_one_configuration_of_a_several_configuration_sim_file(tmp_path, capsys):
-    # xlat sim --json over two Mach configurations: {"results": [...]} with a config_name each.
-    out = tmp_path / "both.json"
-    w = "workload:clientserver?servers=2&words=10&accesses=20000"
-    cfgs = ["--config", str(MACH / "tlb-only.toml"), "--config", str(MACH / "ptlb.toml")]
-    assert main(["sim", w, *cfgs, "--json", str(out), "--no-progress"]) == 0
+def _sim_json(tmp_path, capsys, workload: str, configs: list[str]) -> tuple[Path, list[str]]:
+    """``xlat sim --json`` of ``workload`` under the Mach ``configs`` (``{"results": [...]}``, a
+    ``config_name`` each): the file and the configurations' names."""
+    out = tmp_path / "sims.json"
+    cfgs = [a for c in configs for a in ("--config", str(MACH / f"{c}.toml"))]
+    assert main(["sim", workload, *cfgs, "--json", str(out), "--no-progress"]) == 0
     capsys.readouterr()
-    names = [r["config_name"] for r in json.loads(out.read_text())["results"]]
+    return out, [r["config_name"] for r in json.loads(out.read_text())["results"]]
+
+
+def test_the_cli_takes_one_configuration_of_a_several_configuration_sim_file(tmp_path, capsys):
+    w = "workload:clientserver?servers=2&words=10&accesses=20000"
+    out, names = _sim_json(tmp_path, capsys, w, ["tlb-only", "ptlb"])
     assert len(names) == 2
     base, scheme = (f"{out}:{n}" for n in names)
     assert main(["model", "mach", "--counts", base, "--scheme", scheme, "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
-    one = json.loads(json.dumps(json.loads(out.read_text())["results"][0]))
+    one = json.loads(out.read_text())["results"][0]
     (tmp_path / "one.json").write_text(json.dumps(one))
     assert main(["model", "mach", "--counts", str(tmp_path / "one.json"), "--scheme", scheme, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == got
@@ -233,12 +238,8 @@ def test_the_split_of_tlb_time_decides_the_sign_of_the_prediction(tmp_path, caps
     # The machine's counted split (handler costs beyond the modelled loads as instructions)
     # gives M_T < M_A on the four-server benchmark, so delta falls; the document's split (I_T
     # half the TLB time, M_T = 1/T_C) gives it the document's sign. The TLB time is the same.
-    out = tmp_path / "both.json"
     w = "workload:clientserver?servers=4&words=30&rounds=500"
-    cfgs = ["--config", str(MACH / "tlb-only.toml"), "--config", str(MACH / "ptlb+stlb.toml")]
-    assert main(["sim", w, *cfgs, "--json", str(out), "--no-progress"]) == 0
-    capsys.readouterr()
-    names = [r["config_name"] for r in json.loads(out.read_text())["results"]]
+    out, names = _sim_json(tmp_path, capsys, w, ["tlb-only", "ptlb+stlb"])
     got = {}
     for split in ("counted", "document"):
         args = ["model", "mach", "--counts", f"{out}:{names[0]}", "--scheme", f"{out}:{names[1]}"]
