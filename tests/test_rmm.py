@@ -136,3 +136,16 @@ def test_a_file_mapping_lies_outside_the_range_table_unless_backed_eagerly(tmp_p
     assert rows["RMM+files"]["walks"] < rows["RMM"]["walks"]
     assert main(["rmm", "--no-progress", str(t), "--designs", "4KB,RMM"]) == 0
     assert "footprint outside the range table" in capsys.readouterr().out
+
+
+def test_the_help_names_every_design(capsys):
+    # --designs' help is written out (the CLI imports xlat.rmm lazily): it must list every
+    # design design_runs knows, and design_runs must know every design the help lists.
+    with pytest.raises(SystemExit):
+        main(["rmm", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    listed = text.split("designs among ", 1)[1].split(" (default", 1)[0].split(", ")
+    assert set(rmm.design_runs(designs=tuple(listed))) == set(listed)
+    with pytest.raises(ValueError) as e:
+        rmm.design_runs(designs=("nonsense",))
+    assert set(str(e.value).split("choose among ", 1)[1].split(", ")) == set(listed)

@@ -94,7 +94,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--designs",
         metavar="LIST",
-        help="comma-separated designs among 4KB, THP, 1GB, RMM, CTLB, DS, demand+THP, eager (default 4KB,THP,RMM)",
+        help=(
+            "comma-separated designs among 4KB, THP, 1GB, RMM, RMM+THP, RMM+files, CTLB, DS, demand+THP, eager"
+            " (default 4KB,THP,RMM)"
+        ),
     )
     s.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field for every design")
     s.add_argument(
