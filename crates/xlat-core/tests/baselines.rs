@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 use xlat_core::sim::observer::{AccessObserver, Observed, Translated};
 use xlat_core::stats::{Counters, Sink};
 use xlat_core::Simulator;
-use xlat_trace::{Access, AccessKind, Batch, SideBody, Syscall, SyscallKind};
+use xlat_trace::{Access, AccessKind, Batch};
 
 use crate::common;
-use common::{mixed_trace, mmap, preset, run, ANON};
+use common::{mixed_trace, mmap, munmap, preset, run, ANON};
 
 const BASE: u64 = 0x7000_0000_0000;
 const PAGE: u64 = 4096;
@@ -17,11 +17,6 @@ const PAGE: u64 = 4096;
 fn load(b: &mut Batch, va: u64) {
     let ic = b.len() as u64 + 1;
     b.push_access(Access { addr: va, icount: ic, tid: 1, size: 8, kind: AccessKind::Load });
-}
-
-fn munmap(b: &mut Batch, addr: u64, len: u64) {
-    let s = Syscall { kind: SyscallKind::Munmap, args: [addr, len, 0, 0, 0, 0], ret: 0 };
-    b.push_side(1, b.len() as u64, SideBody::Syscall(s));
 }
 
 /// Every translation the observer saw, to check against the page table.

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use xlat_core::config::Config;
 use xlat_core::Simulator;
-use xlat_trace::{Access, AccessKind, Batch};
+use xlat_trace::{Access, AccessKind, Batch, SideBody, Syscall, SyscallKind};
 
 use crate::common;
 use common::{mmap, ANON};
@@ -157,6 +157,44 @@ fn the_hot_pages_of_the_hot_superpage_are_cached_at_the_second_interval_at_their
     assert_eq!((s.os().zone_of(pfn), size), (1, xlat_core::config::PageSize::Size2M));
     assert_eq!(c["os.migrations"], 0);
     s.os().check().expect("OS invariants: the two DRAM copies are frames in use");
+}
+
+#[test]
+fn an_unmap_drops_the_copies_at_once_so_a_reused_frame_is_not_sent_to_them() {
+    // P1 and P2 cached; then S0 is unmapped and a new region mapped, and two of its pages
+    // touched, all before the next interval's end. The OS frees S0's frame and hands it to the
+    // new region: a migration bit left set would send the new pages to S0's dead copies (the
+    // hardware follows any set bit, section III-E). The copies go at the unmap: bits cleared,
+    // DRAM frames freed, the bookkeeping (remap, 7 cycles) each; no copy back.
+    let mut t = Trace::new();
+    warm(&mut t);
+    let mut sim = Simulator::new(&cfg(640, "")).expect("sim");
+    sim.batch(&t.take()).expect("run");
+    let before = sim.counters();
+    assert_eq!(before["rainbow.cached_pages"], 2);
+    let (s0, _) = sim.os().lookup(BASE).expect("mapped");
+    const OTHER: u64 = 0x7100_0000_0000;
+    let mut b = Batch::default();
+    common::munmap(&mut b, BASE, 2 << 20);
+    let s = Syscall { kind: SyscallKind::Mmap, args: [0, 2 << 20, 3, ANON, u64::MAX, 0], ret: OTHER as i64 };
+    b.push_side(1, 0, SideBody::Syscall(s));
+    for (i, page) in [P1, P2].into_iter().enumerate() {
+        let a = OTHER + (page << 12);
+        b.push_access(Access { addr: a, icount: t.ic + 1 + i as u64, tid: 1, size: 8, kind: AccessKind::Load });
+    }
+    sim.batch(&b).expect("run");
+    let c = sim.counters();
+    let d = |k: &str| delta(&c, &before, k);
+    assert_eq!(sim.os().lookup(OTHER).map(|(p, _)| p), Some(s0), "the new region reuses S0's frame");
+    assert_eq!(d("epoch.rainbow.intervals"), 0, "no interval ended");
+    assert_eq!(d("epoch.rainbow.dropped_unmapped"), 2);
+    assert_eq!(c["rainbow.cached_pages"], 0);
+    assert_eq!(d("rainbow.stale_remaps") + d("rainbow.remaps"), 0, "no bit set on the new pages");
+    assert_eq!(d("hybrid.nvm.reads"), 2, "both from NVM");
+    assert_eq!(d("hybrid.cycles.remap"), 2 * 7);
+    assert_eq!(d("hybrid.nvm.copy_writes") + d("hybrid.nvm.meta_writes"), 0, "nothing written back");
+    sim.check_invariants().expect("invariants");
+    sim.os().check().expect("OS invariants: the copies' DRAM frames are free");
 }
 
 #[test]

@@ -23,8 +23,13 @@
 //!    bytes restored (one NVM line write), the bit cleared, the frame freed, and a shootdown of
 //!    the 4KB entries of the page only (`Invalidation::Page4K`).
 //!
-//! After a syscall (an unmap may have freed a superpage), the next interval first drops the
-//! copies of pages no longer mapped where they were cached (their frames freed, no copy back).
+//! A syscall that unmaps (or moves) pages drops their copies at once, before the next access:
+//! the bit cleared and the DRAM frame freed, no copy back (the data is gone), the OS's
+//! bookkeeping charged (`hybrid.remap_cycles` per copy). The hardware follows any set bit to
+//! the pointer in the NVM page (section III-E); a bit left set on a frame the OS frees and
+//! reuses would send another page's accesses to a dead copy, so the OS must clear it when it
+//! frees the frame. (Until issue 34 the copies were dropped at the next interval's end and the
+//! translations in between, `rainbow.stale_remaps`, went to NVM at no cost.)
 //!
 //! The design's entry in the wing ([`DESIGN`]) comes first, then its parts.
 
@@ -39,7 +44,6 @@ use crate::os::{Invalidation, Os, SimError};
 use crate::sim::epoch::{EpochController, EpochCx, Period};
 use crate::stats::{Counters, Sink};
 use crate::units::PageSize;
-use xlat_trace::SideBody;
 
 pub const DESIGN: Design = Design {
     name: "[hybrid] with migration = \"rainbow\"",
@@ -64,8 +68,6 @@ pub struct RainbowMigration {
     restores: u64,
     /// Copies dropped because their page was unmapped.
     dropped: u64,
-    /// A syscall happened since the last interval's end.
-    syscalls: bool,
 }
 
 impl RainbowMigration {
@@ -78,7 +80,6 @@ impl RainbowMigration {
             pointer_writes: 0,
             restores: 0,
             dropped: 0,
-            syscalls: false,
         }
     }
 
@@ -96,22 +97,21 @@ impl RainbowMigration {
         }
     }
 
-    /// Drop the copies of pages no longer mapped where they were cached.
-    fn drop_stale(&mut self, os: &mut Os, m: &mut RainbowMemory) {
-        for (pfn, c) in m.cached_pages() {
+    /// Drop the copies of pages in `[start, end)` no longer mapped where they were cached.
+    fn drop_unmapped(&mut self, os: &mut Os, m: &mut RainbowMemory, start: u64, end: u64) {
+        for (pfn, c) in m.cached_in(start, end) {
             if !holds(os, c.va, pfn) {
                 m.uncache(c.dram);
+                m.hybrid.two_stage().expect("Rainbow counts in two stages").forget_dram(c.dram);
                 self.u.lists.remove(c.dram);
                 os.free_frame(c.dram);
+                m.hybrid.cycles.remap += m.hybrid.cfg.remap_cycles;
                 self.dropped += 1;
             }
         }
     }
 
     fn interval_end(&mut self, cx: &mut Cx<'_>, m: &mut RainbowMemory) -> Result<(), SimError> {
-        if std::mem::take(&mut self.syscalls) {
-            self.drop_stale(cx.os, m);
-        }
         let (small, written) = m.hybrid.two_stage().expect("Rainbow counts in two stages").take(self.top);
         for d in written {
             if m.original_of(d).is_some() {
@@ -223,10 +223,19 @@ impl EpochController for RainbowMigration {
         }
         self.interval_end(&mut Cx { os, caches, inval }, m)
     }
-    fn side(&mut self, body: &SideBody) {
-        if matches!(body, SideBody::Syscall(_)) {
-            self.syscalls = true;
+    fn invalidating(&mut self, cx: &mut EpochCx<'_>) -> Result<(), SimError> {
+        let Some(m) = cx.backend.downcast_mut::<RainbowMemory>() else {
+            return Ok(());
+        };
+        for i in 0..cx.inval.len() {
+            let (start, end) = match cx.inval[i] {
+                Invalidation::Range { start, end, .. } => (start, end),
+                Invalidation::All => (0, u64::MAX),
+                Invalidation::Page4K { va, .. } => (va, va + 4096),
+            };
+            self.drop_unmapped(cx.os, m, start, end);
         }
+        Ok(())
     }
 }
 

@@ -24,7 +24,7 @@ use crate::mem::Caches;
 use crate::stats::{Counters, Sink};
 use crate::units::PageSize;
 use rustc_hash::FxHashMap;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use xlat_trace::SideBody;
 
 /// A 4KB page of an NVM superpage cached in DRAM.
@@ -73,6 +73,8 @@ pub struct RainbowMemory {
     /// NVM frame -> its copy; DRAM frame -> NVM frame.
     cached: FxHashMap<u64, Cached>,
     copies: FxHashMap<u64, u64>,
+    /// (virtual 4KB page, NVM frame) of every copy, to find the copies an unmap drops.
+    by_va: BTreeSet<(u64, u64)>,
     /// The migration-bitmap cache: tags are physical superpage numbers.
     bitmap: SetAssoc,
     bitmap_cycles: u64,
@@ -110,6 +112,7 @@ impl RainbowMemory {
             used_bits: vec![0; nvm_base.div_ceil(64) as usize],
             cached: FxHashMap::default(),
             copies: FxHashMap::default(),
+            by_va: BTreeSet::new(),
             bitmap,
             bitmap_cycles: h.bitmap_cache_cycles,
             stats: Stats::default(),
@@ -163,6 +166,7 @@ impl RainbowMemory {
         self.stats.copies_made += 1;
         self.cached.insert(pfn, Cached { dram, va: va & !0xfff });
         self.copies.insert(dram, pfn);
+        self.by_va.insert((va & !0xfff, pfn));
         self.hybrid.meta(NVM, true)
     }
 
@@ -171,6 +175,7 @@ impl RainbowMemory {
     pub fn uncache(&mut self, dram: u64) -> Option<(u64, Cached)> {
         let pfn = self.copies.remove(&dram)?;
         let c = self.cached.remove(&pfn).expect("a copy has its page");
+        self.by_va.remove(&(c.va, pfn));
         let i = pfn - self.nvm_base;
         set_bit(&mut self.bits, i, false);
         set_bit(&mut self.copy_bits, dram, false);
@@ -178,11 +183,10 @@ impl RainbowMemory {
         Some((pfn, c))
     }
 
-    /// Every cached page: (NVM frame, its copy), in frame order.
-    pub fn cached_pages(&self) -> Vec<(u64, Cached)> {
-        let mut v: Vec<(u64, Cached)> = self.cached.iter().map(|(&p, &c)| (p, c)).collect();
-        v.sort_unstable_by_key(|e| e.0);
-        v
+    /// The cached pages whose virtual page lies in `[start, end)`: (NVM frame, its copy), in
+    /// address order.
+    pub fn cached_in(&self, start: u64, end: u64) -> Vec<(u64, Cached)> {
+        self.by_va.range((start, 0)..(end, 0)).map(|&(_, p)| (p, self.cached[&p])).collect()
     }
 
     /// The translation cases so far: [case 1, 2, 3, 4] (for tests and reports).

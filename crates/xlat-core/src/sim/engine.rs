@@ -617,6 +617,9 @@ impl<V: Variant> Core<V> {
         match body {
             SideBody::Syscall(s) => {
                 self.os.syscall(s, &mut self.inval)?;
+                if !self.inval.is_empty() {
+                    self.invalidating()?;
+                }
                 self.apply_invalidations();
             }
             SideBody::Marker(Marker::ContextSwitch { asid }) => {
@@ -636,6 +639,26 @@ impl<V: Variant> Core<V> {
         self.obs.side(body);
         for s in &mut self.epochs.slots {
             s.c.side(body);
+        }
+        Ok(())
+    }
+
+    /// Tell the epoch controllers what a syscall is about to invalidate.
+    fn invalidating(&mut self) -> Result<(), SimError> {
+        for slot in &mut self.epochs.slots {
+            let mut cx = EpochCx {
+                epoch: slot.epochs,
+                accesses: self.accesses,
+                instructions: self.instructions,
+                walk_cycles: self.handler.cycles(),
+                mmu: &mut self.mmu,
+                caches: &mut self.caches,
+                os: &mut self.os,
+                inval: &mut self.inval,
+                backend: &mut self.backend,
+                observer: &mut self.obs,
+            };
+            slot.c.invalidating(&mut cx)?;
         }
         Ok(())
     }

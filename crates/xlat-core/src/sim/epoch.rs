@@ -46,6 +46,13 @@ pub trait EpochController: Counters + Send {
     fn run(&mut self, cx: &mut EpochCx<'_>) -> Result<(), SimError>;
     /// A side event (IPC, context switch, phase) happened.
     fn side(&mut self, _body: &SideBody) {}
+    /// A syscall asked for invalidations (`cx.inval`, not yet performed): it unmapped, moved or
+    /// changed the mappings of those ranges. Runs at once, before the next access, for a
+    /// controller whose state names pages (Rainbow's DRAM copies); `cx.epoch` is the last epoch
+    /// that ended.
+    fn invalidating(&mut self, _cx: &mut EpochCx<'_>) -> Result<(), SimError> {
+        Ok(())
+    }
 }
 
 pub(crate) struct Slot {

@@ -15,6 +15,12 @@ pub fn mmap(b: &mut Batch, addr: u64, len: u64, flags: u64) {
     b.push_side(1, 0, SideBody::Syscall(s));
 }
 
+/// A munmap before the batch's next access.
+pub fn munmap(b: &mut Batch, addr: u64, len: u64) {
+    let s = Syscall { kind: SyscallKind::Munmap, args: [addr, len, 0, 0, 0, 0], ret: 0 };
+    b.push_side(1, b.len() as u64, SideBody::Syscall(s));
+}
+
 pub const G: u64 = 1 << 30;
 pub const ANON: u64 = 0x22;
 
