@@ -366,7 +366,8 @@ impl Mmu {
     pub fn range_memo_hit(&mut self, r: usize, va: u64) -> Option<u64> {
         let (k, pfn) = self.rmemo.find(va, (r as u64) << 63)?;
         let i = self.first_ranges[r][0];
-        self.ranges[i].0.rehit(k as usize);
+        // SAFETY: `first_ranges` holds indices of `ranges` (built together in `Mmu::new`).
+        unsafe { self.ranges.get_unchecked_mut(i) }.0.rehit(k as usize);
         Some(pfn)
     }
 

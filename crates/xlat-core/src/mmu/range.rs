@@ -95,11 +95,15 @@ impl RangeTlb {
     /// after its search.
     #[inline(always)]
     pub fn rehit(&mut self, i: usize) {
+        self.stats.hits += 1;
+        if i == self.last {
+            // The most recent entry already has the largest stamp: the order stays.
+            self.mru_hits += 1;
+            return;
+        }
         self.clock += 1;
         self.stamps[i] = self.clock;
-        self.mru_hits += (i == self.last) as u64;
         self.last = i;
-        self.stats.hits += 1;
     }
 
     /// Insert a range (the caller knows no entry covers its addresses); the least recently used
