@@ -522,6 +522,9 @@ impl Config {
         if o.eager_placement != EagerPlacement::default() && o.allocation != Allocation::Eager {
             return err(format!("config '{c}': os.eager_placement only applies to os.allocation = \"eager\"."));
         }
+        if !o.eager_promote && o.allocation != Allocation::Eager {
+            return err(format!("config '{c}': os.eager_promote only applies to os.allocation = \"eager\"."));
+        }
         if o.eager_files && o.allocation != Allocation::Eager {
             return err(format!("config '{c}': os.eager_files only applies to os.allocation = \"eager\"."));
         }

@@ -64,6 +64,15 @@ pub struct OsConfig {
     /// memory (heap, stack, anonymous mmap); files fill through the page cache (default false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub eager_files: bool,
+    /// Eager paging with `eager_placement = "aligned"`: a 2MB region that a later mmap, brk or
+    /// mremap completes (adjacent requests merge into one mapping, each backed on its own)
+    /// becomes one 2MB page where the page-size policy allows it: in place when its frames are
+    /// one aligned 2MB block, else copied into one, as khugepaged would. Each request's partial
+    /// 2MB regions are placed congruent modulo 2MB so that the completion can be in place.
+    /// Default true: seed 000's chapter 5 gives RMM THP's page sizes ("the same TLB organization
+    /// as THP"); false leaves such regions in 4KB pages, as backed at each request.
+    #[serde(default = "default_true", skip_serializing_if = "is_true")]
+    pub eager_promote: bool,
     /// Range translations kept in a per-process range table (RMM): `none` or `contiguous`.
     #[serde(default, skip_serializing_if = "is_default")]
     pub ranges: RangePolicy,
@@ -188,6 +197,10 @@ fn default_policy() -> Policy {
 fn default_thp() -> ThpMode {
     ThpMode::Always
 }
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
 fn default_true() -> bool {
     true
 }
@@ -204,6 +217,7 @@ impl Default for OsConfig {
             eager_max_order: None,
             eager_placement: EagerPlacement::Aligned,
             eager_files: false,
+            eager_promote: true,
             ranges: RangePolicy::None,
             range_threshold: default_range_threshold(),
             tiering: TieringPolicy::LowestFirst,

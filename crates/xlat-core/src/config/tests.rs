@@ -103,6 +103,7 @@ fn memory_kinds_and_os_policies() {
         (&["os.eager_max_order=3"][..], "os.eager_max_order only applies to os.allocation = \"eager\""),
         (&["os.eager_placement=any"][..], "os.eager_placement only applies to os.allocation = \"eager\""),
         (&["os.eager_files=true"][..], "os.eager_files only applies to os.allocation = \"eager\""),
+        (&["os.eager_promote=false"][..], "os.eager_promote only applies to os.allocation = \"eager\""),
         (
             &["os.allocation=eager", "os.eager_max_order=19"][..],
             "os.eager_max_order = 19 must be at most memory.max_order = 18",

@@ -39,6 +39,10 @@ pub struct OsStats {
     pub eager_4k: u64,
     pub eager_2m: u64,
     pub eager_1g: u64,
+    /// `os.eager_promote`: 2MB regions completed by a later request and mapped by one 2MB page,
+    /// in place (their frames were one aligned block) or copied.
+    pub eager_promotions: u64,
+    pub eager_collapses: u64,
     // ---- reported only with a range-creation policy: `os.ranges` and `os.range_frames`, the
     // range translations of every address space and the frames they cover, at the time of the
     // report, and `os.range_table_pages`, the pages their B-trees occupy (as of each table's
@@ -60,6 +64,8 @@ pub struct OsStats {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Groups {
     pub eager: bool,
+    /// Eager promotion with a page-size policy that maps huge pages (`os.eager_promote`).
+    pub promote: bool,
     pub ranges: bool,
     pub zones: bool,
     pub reclaim: bool,
@@ -97,6 +103,9 @@ impl OsStats {
         );
         if g.eager {
             crate::report_fields!(out, "os", self, eager_frames, eager_blocks, eager_4k, eager_2m, eager_1g);
+            if g.promote {
+                crate::report_fields!(out, "os", self, eager_promotions, eager_collapses);
+            }
         }
         if g.ranges {
             out.put(format_args!("os.ranges"), ranges.0);

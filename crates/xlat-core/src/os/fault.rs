@@ -215,6 +215,7 @@ impl Kernel {
             return Ok(());
         };
         let aligned = self.policies.timing.aligned();
+        let promotes = self.policies.timing.promotes();
         let end = end.min(vma.end);
         let mut va = start;
         let mut next = match start > vma.start {
@@ -224,19 +225,27 @@ impl Kernel {
         while va < end {
             let pages = (end - va) / PAGE;
             let want = max_order.min(63 - pages.leading_zeros());
-            // The congruence a huge page in the rest of the region needs (0: none fits).
-            let align = if aligned { self.eager_alignment(&vma, va, end, want) } else { 0 };
+            // The congruence a huge page in the rest of the region needs (0: none fits). With
+            // promotion, a 2MB region only partly inside the request is placed congruent modulo
+            // 2MB too, so that the request that completes it can map it in place.
+            let mut align = if aligned { self.eager_alignment(&vma, va, end, want) } else { 0 };
+            if promotes && align == 0 && max_order >= 9 && self.policy_maps_2m(&vma, va) {
+                align = 9;
+            }
             let mask = (1u64 << align) - 1;
             let vpn = va / PAGE;
             let congruent = |pfn: u64| (pfn ^ vpn) & mask == 0;
             let (pfn, frames) = match next.filter(|&n| congruent(n)).and_then(|n| self.alloc_after(n, want)) {
                 Some((pfn, order)) => (pfn, 1u64 << order),
                 None => {
-                    let (block, order) = self.alloc_largest(want, va, inv)?;
+                    let (block, order) = self.alloc_largest(want.max(align), va, inv)?;
                     // A block smaller than the alignment cannot hold the huge page: use it whole.
                     let skip = if order >= align { vpn & mask } else { 0 };
                     self.free_span(block, block + skip);
-                    (block + skip, (1u64 << order) - skip)
+                    // (A block taken larger than the request for its alignment: the rest back.)
+                    let frames = ((1u64 << order) - skip).min(pages);
+                    self.free_span(block + skip + frames, block + (1u64 << order));
+                    (block + skip, frames)
                 }
             };
             self.stats.eager_blocks += 1;
@@ -245,7 +254,64 @@ impl Kernel {
             next = Some(pfn + frames);
             va = block_end;
         }
+        if promotes {
+            // The 2MB regions at the request's two ends may now lie wholly inside the mapping.
+            let h = PageSize::Size2M.bytes();
+            let (first, last) = (start & !(h - 1), (end - 1) & !(h - 1));
+            self.promote(&vma, first, inv)?;
+            if last != first {
+                self.promote(&vma, last, inv)?;
+            }
+        }
         self.ranges_mapped(start, end);
+        Ok(())
+    }
+
+    /// Whether the page-size policy maps a 2MB page (or larger) in the 2MB region around `va` of
+    /// `vma` if the region lay wholly inside it.
+    fn policy_maps_2m(&self, vma: &Vma, va: u64) -> bool {
+        let r = va & !(PageSize::Size2M.bytes() - 1);
+        let whole = Vma { start: vma.start.min(r), end: vma.end.max(r + PageSize::Size2M.bytes()), ..*vma };
+        self.page_size_for(&whole, r) as usize >= PageSize::Size2M as usize
+    }
+
+    /// Eager promotion (`os.eager_promote`): the 2MB region at `r`, wholly inside `vma` and
+    /// wholly mapped by 4KB pages (backed by two requests, the one that completed it last),
+    /// becomes one 2MB page where the page-size policy maps one: in place when its frames are
+    /// one aligned 2MB block, else copied into a new block (the old frames freed), as khugepaged
+    /// would collapse it, but at once. Counted in `os.eager_promotions` / `os.eager_collapses`.
+    fn promote(&mut self, vma: &Vma, r: u64, inv: &mut Vec<Invalidation>) -> Result<(), SimError> {
+        let h = PageSize::Size2M.bytes();
+        if r < vma.start || r + h > vma.end || (self.page_size_for(vma, r) as usize) < PageSize::Size2M as usize {
+            return Ok(());
+        }
+        let (root, levels) = (self.root(), self.levels);
+        let leaves = self.pt.leaves(root, levels, r, r + h);
+        if leaves.len() != 512 || leaves.iter().any(|l| l.2 != PageSize::Size4K) {
+            return Ok(());
+        }
+        let p0 = leaves[0].1;
+        let in_place = p0.is_multiple_of(512) && leaves.iter().enumerate().all(|(i, l)| l.1 == p0 + i as u64);
+        let pfn = if in_place {
+            self.stats.eager_promotions += 1;
+            p0
+        } else {
+            let Some(new) = self.try_alloc(9, Purpose::Data) else {
+                return Ok(()); // no free 2MB block: the region stays in 4KB pages
+            };
+            for l in &leaves {
+                self.free_frames(l.1, 0);
+            }
+            self.stats.eager_collapses += 1;
+            new
+        };
+        self.pt.unmap_range(root, levels, r, r + h, &mut |_, _, _| {});
+        self.map_page(r, PageSize::Size2M, pfn, inv)?;
+        inv.push(Invalidation::Range { asid: self.asid(), start: r, end: r + h });
+        self.stats.eager_4k -= 512;
+        self.stats.eager_2m += 1;
+        self.ranges_unmapped(r, r + h);
+        self.ranges_mapped(r, r + h);
         Ok(())
     }
 

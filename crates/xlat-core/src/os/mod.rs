@@ -71,6 +71,7 @@ impl Os {
         };
         let groups = Groups {
             eager: !policies.timing.is_default(),
+            promote: policies.timing.promotes() && policies.page_size.name() != "4k",
             ranges: policies.ranges.threshold().is_some(),
             zones: cfg.memory.kinds.len() > 1,
             reclaim: !policies.reclaim.is_default(),

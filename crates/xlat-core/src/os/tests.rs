@@ -362,6 +362,59 @@ fn eager_paging_places_blocks_so_that_huge_pages_fit() {
 }
 
 #[test]
+fn eager_promotion_maps_a_2mb_region_two_requests_complete() {
+    // Two adjacent anonymous mmaps merge into one mapping, each backed at its own syscall. The
+    // 2MB region at 0x...20_0000 is half in each: neither request holds it whole, so each backs
+    // its half with 4KB pages. The second request completes it: with os.eager_promote (default)
+    // it becomes one 2MB page, as THP demand paging would map it on a first touch after both.
+    let base = 0x7000_0010_0000u64; // 1MiB past a 2MB boundary
+    let run = |sets: &[&str], upward: bool| {
+        let mut sets = sets.to_vec();
+        sets.extend(["os.allocation=eager", "os.policy=thp", "os.ranges=contiguous"]);
+        let mut o = os_with("[memory]\nsize = \"256MiB\"\nmax_order = 12\n", &sets);
+        let mut inv = Vec::new();
+        let (lo, hi) = (base, base + (2 << 20)); // [1MiB, 3MiB) and [3MiB, 5MiB) past the boundary
+        let order: [u64; 2] = if upward { [lo, hi] } else { [hi, lo] };
+        for a in order {
+            mmap(&mut o, &mut inv, a, 2 << 20);
+        }
+        let s = o.stats();
+        let region = base + (1 << 20); // the 2MB region both requests share
+        let leaf = o.lookup(region).unwrap();
+        o.check().expect("OS invariants");
+        (
+            leaf.1,
+            s.eager_promotions,
+            s.eager_collapses,
+            s.eager_4k,
+            s.eager_2m,
+            frames_in_use(&o).len() as u64 - o.tables().tables() as u64,
+        )
+    };
+    // Growing upward: the second request continues the first's frames, which were placed
+    // congruent modulo 2MB: promoted in place. 512 + 256 + 256 pages: two 1MiB halves at the
+    // ends stay 4KB (their regions are not wholly mapped).
+    let (size, promoted, collapsed, k4, m2, frames) = run(&[], true);
+    assert_eq!((size, promoted, collapsed), (PageSize::Size2M, 1, 0));
+    assert_eq!((k4, m2, frames), (512, 1, 1024), "4KB pages of the two outer halves; frames = pages");
+    // Growing downward (mmap below mmap, as glibc's and QEMU's allocations often do): the two
+    // halves' frames are not one block: copied into a new 2MB block, the old frames freed.
+    let (size, promoted, collapsed, _, m2, frames) = run(&[], false);
+    assert_eq!((size, promoted, collapsed, m2), (PageSize::Size2M, 0, 1, 1));
+    assert_eq!(frames, 1024, "the 512 frames copied from were freed");
+    // os.eager_promote = false: the region stays as backed, in 4KB pages (the machine before).
+    let (size, promoted, collapsed, k4, m2, _) = run(&["os.eager_promote=false"], true);
+    assert_eq!((size, promoted, collapsed, k4, m2), (PageSize::Size4K, 0, 0, 1024, 0));
+    // With 4KB pages only, nothing is promoted.
+    let mut o = os_with("[memory]\nsize = \"256MiB\"\n", &["os.allocation=eager"]);
+    let mut inv = Vec::new();
+    mmap(&mut o, &mut inv, base, 2 << 20);
+    mmap(&mut o, &mut inv, base + (2 << 20), 2 << 20);
+    assert_eq!(o.lookup(base + (1 << 20)).unwrap().1, PageSize::Size4K);
+    assert_eq!(o.stats().eager_promotions + o.stats().eager_collapses, 0);
+}
+
+#[test]
 fn eager_paging_gets_smaller_blocks_from_fragmented_memory() {
     let blocks = |frag: &str| {
         let mut o = os_with(

@@ -58,6 +58,7 @@ impl Policies {
                     max_order: o.eager_max_order.unwrap_or(cfg.memory.max_order),
                     aligned: o.eager_placement == EagerPlacement::Aligned,
                     files: o.eager_files,
+                    promote: o.eager_promote && o.eager_placement == EagerPlacement::Aligned,
                 }),
             },
             ranges: match o.ranges {

@@ -17,6 +17,10 @@ pub trait AllocationTiming: Send {
     fn aligned(&self) -> bool {
         true
     }
+    /// Whether a 2MB region a later request completes becomes a 2MB page (`os.eager_promote`).
+    fn promotes(&self) -> bool {
+        false
+    }
 }
 
 /// Linux's default (`os.allocation = "demand"`): pages are allocated on the first touch.
@@ -45,6 +49,8 @@ pub struct EagerPaging {
     pub aligned: bool,
     /// `os.eager_files`.
     pub files: bool,
+    /// `os.eager_promote`.
+    pub promote: bool,
 }
 
 impl AllocationTiming for EagerPaging {
@@ -61,5 +67,8 @@ impl AllocationTiming for EagerPaging {
     }
     fn aligned(&self) -> bool {
         self.aligned
+    }
+    fn promotes(&self) -> bool {
+        self.promote
     }
 }
