@@ -503,6 +503,53 @@ fn an_l1_range_tlb_is_looked_up_with_the_l1_page_tlbs_and_fills_nothing() {
 }
 
 #[test]
+fn the_memo_of_l1_range_hits_counts_what_probing_every_access_counts() {
+    // The memo of L1-range hits defers the L1 range TLB's hits, MRU hits and recency to its
+    // flushes. A marker before every access empties the memo (every side event does), so that
+    // run probes the L1 range TLB on every access: the counts must be the same. 10 ranges and a
+    // 4-entry L1 range TLB with the MRU pointer (evictions), accesses in runs over a few pages
+    // of a few ranges at a time, loads and stores, as pseudo-random as a small LCG makes them.
+    let (maps, starts) = mappings(10);
+    let r1 = "[[range_tlb]]\nname = \"r1\"\nentries = 4\nstage = 1\nmru = true\n";
+    let r2 = "[[range_tlb]]\nname = \"r2\"\nentries = 32\nstage = 2\nlatency = 7\n";
+    let cfg = rmm(&format!("{r1}{r2}"));
+    let mut x = 12345u64;
+    let mut next = |n: u64| {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 33) % n
+    };
+    let mut accesses = Vec::new();
+    for _ in 0..400 {
+        let spread = if next(4) == 0 { 10 } else { 5 };
+        let range = starts[next(spread) as usize];
+        let page = range + (next(256) << 12);
+        for _ in 0..next(12) + 1 {
+            let kind = if next(3) == 0 { AccessKind::Store } else { AccessKind::Load };
+            accesses.push((page + next(64) * 64, kind));
+        }
+    }
+    let run = |markers: bool| {
+        let mut s = Simulator::new(&cfg).expect("simulator");
+        s.batch(&maps).expect("mmap");
+        let mut b = Batch::default();
+        for (i, &(addr, kind)) in accesses.iter().enumerate() {
+            if markers {
+                b.push_side(1, b.len() as u64, SideBody::Marker(Marker::Phase { id: 0, name: String::new() }));
+            }
+            b.push_access(Access { addr, icount: i as u64 + 1, tid: 1, size: 8, kind });
+        }
+        s.batch(&b).expect("run");
+        s.check_invariants().expect("invariants");
+        s.counters()
+    };
+    let (memo, probed) = (run(false), run(true));
+    assert!(memo["range_tlb.r1.evictions"] > 50 && memo["range_tlb.r1.mru_hits"] > 1000, "{memo:?}");
+    let differ: Vec<&String> =
+        memo.keys().filter(|k| !k.starts_with("markers") && memo[*k] != probed.get(*k).copied().unwrap_or(0)).collect();
+    assert!(differ.is_empty(), "the memo changed {differ:?}");
+}
+
+#[test]
 fn a_range_hit_fills_the_entry_of_the_page_the_os_maps() {
     // configs/lite/rmm.toml: THP, eager paging, ranges, an L2-range TLB beside a Sandy Bridge L2
     // TLB that holds no 2MB entries. One 4 MiB mapping, 2MB-aligned: eager paging maps it with

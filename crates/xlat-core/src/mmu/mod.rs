@@ -329,6 +329,7 @@ impl Mmu {
     /// range entry.
     #[inline]
     pub fn probe_first_ranges(&mut self, r: usize, va: u64) -> Option<(u64, u32)> {
+        self.flush_range_memo();
         let tag = self.tag;
         if let [i] = self.first_ranges[r][..] {
             let t = &mut self.ranges[i].0;
@@ -364,11 +365,32 @@ impl Mmu {
     /// are what the probes would leave.
     #[inline(always)]
     pub fn range_memo_hit(&mut self, r: usize, va: u64) -> Option<u64> {
-        let (k, pfn) = self.rmemo.find(va, (r as u64) << 63)?;
-        let i = self.first_ranges[r][0];
-        // SAFETY: `first_ranges` holds indices of `ranges` (built together in `Mmu::new`).
-        unsafe { self.ranges.get_unchecked_mut(i) }.0.rehit(k as usize);
+        let (j, pfn) = self.rmemo.find(va, (r as u64) << 63)?;
+        if r == 0 {
+            // The data side's hits are counted when the memo is flushed or emptied.
+            self.rmemo.defer(j);
+        } else {
+            self.flush_range_memo();
+            let i = self.first_ranges[r][0];
+            self.ranges[i].0.rehit(self.rmemo.entry[j] as usize);
+        }
         Some(pfn)
+    }
+
+    /// Count the memo's deferred L1-range hits in the data side's L1 range TLB (before anything
+    /// else looks at or changes it, and at the end of every range).
+    #[inline]
+    fn flush_range_memo(&mut self) {
+        if self.rmemo.hits != 0 {
+            let i = self.first_ranges[0][0];
+            self.rmemo.flush_into(&mut self.ranges[i].0);
+        }
+    }
+
+    /// Empty the memo of L1-range hits, its deferred hits counted first.
+    #[inline(always)]
+    fn clear_range_memo(&mut self) {
+        clear_range_memo(&mut self.rmemo, &mut self.ranges, &self.first_ranges);
     }
 
     /// Count a first-level miss of role `r`.
@@ -599,7 +621,7 @@ impl Mmu {
             };
             flipped |= f;
             if l == 0 {
-                self.rmemo.clear();
+                clear_range_memo(&mut self.rmemo, &mut self.ranges, &self.first_ranges);
             }
             if l == 0 && self.memo_on {
                 if first {
@@ -642,7 +664,7 @@ impl Mmu {
 
     /// Fill the range TLBs of role `r`'s route level `l` with `e`.
     fn fill_ranges_at(&mut self, r: usize, l: usize, e: RangeEntry) {
-        self.rmemo.clear();
+        self.clear_range_memo();
         for &i in &self.routes.ranges[r][l] {
             self.ranges[i].0.fill(RangeEntry { tag: self.tag, ..e });
         }
@@ -692,7 +714,7 @@ impl Mmu {
     pub fn set_memo(&mut self, on: bool) {
         if self.memo_on && !on {
             self.memo.clear(&mut self.tlbs);
-            self.rmemo.clear();
+            self.clear_range_memo();
         }
         self.memo_on = on;
     }
@@ -711,12 +733,13 @@ impl Mmu {
     /// Add the memo's pending hits to the TLBs' counts (at the end of every range).
     pub fn flush_memo(&mut self) {
         self.memo.flush(&mut self.tlbs);
+        self.flush_range_memo();
     }
 
     /// Empty the memo (before any side event: it may change mappings or the address space).
     pub fn clear_memo(&mut self) {
         self.memo.clear(&mut self.tlbs);
-        self.rmemo.clear();
+        self.clear_range_memo();
     }
 
     // ------------------------------------------------------------------ invalidation
@@ -726,7 +749,7 @@ impl Mmu {
     pub fn invalidate(&mut self, inval: &[Invalidation]) {
         self.shootdowns += 1;
         self.memo.clear(&mut self.tlbs);
-        self.rmemo.clear();
+        self.clear_range_memo();
         for i in inval {
             match *i {
                 Invalidation::Range { asid, start, end } => {
@@ -774,7 +797,7 @@ impl Mmu {
     /// flushed (returns true: the caller flushes the PSCs and counts it).
     pub fn switch_to(&mut self, asid: u32) -> bool {
         self.memo.clear(&mut self.tlbs);
-        self.rmemo.clear();
+        self.clear_range_memo();
         if self.asid_mode {
             self.tag = asid_tag(asid);
             return false;
@@ -793,7 +816,7 @@ impl Mmu {
             return Err(format!("TLB '{name}' has {max} ways; {ways} cannot be active"));
         }
         self.memo.clear(&mut self.tlbs);
-        self.rmemo.clear();
+        self.clear_range_memo();
         let n = self.tlbs[i].set_active_ways(ways);
         self.live_probes();
         Ok(n)
@@ -968,8 +991,22 @@ impl Counters for Mmu {
     }
 }
 
+/// [`Mmu::clear_range_memo`] over the fields it needs (for callers that hold other borrows).
+#[inline(always)]
+fn clear_range_memo(rm: &mut RangeMemo, ranges: &mut [(RangeTlb, u32)], first: &[Vec<usize>; 2]) {
+    if rm.live {
+        if rm.hits != 0 {
+            rm.flush_into(&mut ranges[first[0][0]].0);
+        }
+        *rm = RangeMemo::EMPTY;
+    }
+}
+
 /// The memo of L1-range hits ([`Mmu::range_memo_hit`]): up to 4 pages (page | role bit), each
-/// with the index of its range TLB entry and its frame; round robin.
+/// with the index of its range TLB entry and its frame; round robin. The data side's hits are
+/// deferred: counted here (how many, how many on the entry used just before, the order in which
+/// entries became the most recent) and given to the range TLB ([`RangeTlb::absorb`]) before
+/// anything else uses it, when the memo is emptied and at the end of every range.
 #[derive(Clone, Copy)]
 struct RangeMemo {
     key: [u64; 4],
@@ -979,22 +1016,63 @@ struct RangeMemo {
     /// Whether any entry is set (clearing an empty memo costs a test: the copies without
     /// range TLBs never fill it).
     live: bool,
+    /// Deferred hits; the entry of the first and of the last; hits (after the first) on the
+    /// entry hit just before; per slot, when its entry last became the most recent (0: not
+    /// since the last flush), counted in deferred hits.
+    hits: u64,
+    first: u32,
+    last: u32,
+    mru: u64,
+    since: [u64; 4],
 }
 
 impl RangeMemo {
-    const EMPTY: RangeMemo = RangeMemo { key: [u64::MAX; 4], entry: [0; 4], pfn: [0; 4], next: 0, live: false };
+    const EMPTY: RangeMemo = RangeMemo {
+        key: [u64::MAX; 4],
+        entry: [0; 4],
+        pfn: [0; 4],
+        next: 0,
+        live: false,
+        hits: 0,
+        first: 0,
+        last: 0,
+        mru: 0,
+        since: [0; 4],
+    };
 
     #[inline(always)]
-    fn clear(&mut self) {
-        if self.live {
-            *self = RangeMemo::EMPTY;
-        }
+    fn find(&self, va: u64, rbit: u64) -> Option<(usize, u64)> {
+        let key = (va & !0xFFF) | rbit;
+        (0..4).find(|&j| self.key[j] == key).map(|j| (j, self.pfn[j]))
     }
 
+    /// A deferred hit on slot `j`'s entry.
     #[inline(always)]
-    fn find(&self, va: u64, rbit: u64) -> Option<(u32, u64)> {
-        let key = (va & !0xFFF) | rbit;
-        (0..4).find(|&j| self.key[j] == key).map(|j| (self.entry[j], self.pfn[j]))
+    fn defer(&mut self, j: usize) {
+        let k = self.entry[j];
+        if self.hits == 0 {
+            self.first = k;
+        } else if k == self.last {
+            self.mru += 1;
+            self.hits += 1;
+            return;
+        }
+        // The entry becomes the most recent (the count of hits serves as the clock).
+        self.hits += 1;
+        self.last = k;
+        self.since[j] = self.hits;
+    }
+
+    fn flush_into(&mut self, t: &mut RangeTlb) {
+        // The slots' entries in the order they last became the most recent (an entry held by
+        // two slots: its later use wins, applied last).
+        let mut slots = [0usize, 1, 2, 3];
+        slots.sort_unstable_by_key(|&j| self.since[j]);
+        let used = slots.into_iter().filter(|&j| self.since[j] != 0).map(|j| self.entry[j] as usize);
+        t.absorb(self.hits, self.first as usize, self.mru, used, self.last as usize);
+        self.hits = 0;
+        self.mru = 0;
+        self.since = [0; 4];
     }
 
     #[inline(always)]

@@ -106,6 +106,20 @@ impl RangeTlb {
         self.last = i;
     }
 
+    /// Deferred hits (the memo of L1-range hits, `Mmu::range_memo_hit`): `hits` hits, the first
+    /// on entry `first`, `mru` of the others on the entry used just before; `used`: entries in
+    /// the order they last became the most recent; `last` the entry hit last. The same counts
+    /// and recency order as `hits` calls of [`RangeTlb::rehit`] with nothing else in between.
+    pub fn absorb(&mut self, hits: u64, first: usize, mru: u64, used: impl Iterator<Item = usize>, last: usize) {
+        self.stats.hits += hits;
+        self.mru_hits += mru + (first == self.last) as u64;
+        for i in used {
+            self.clock += 1;
+            self.stamps[i] = self.clock;
+        }
+        self.last = last;
+    }
+
     /// Insert a range (the caller knows no entry covers its addresses); the least recently used
     /// entry goes if the TLB is full.
     pub fn fill(&mut self, e: RangeEntry) {
