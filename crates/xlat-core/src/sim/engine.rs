@@ -706,8 +706,13 @@ impl<V: Variant> Core<V> {
                     Some(&last) => self.instructions.wrapping_sub(last),
                     None => (self.instructions + 1).wrapping_sub(b.icount[i]),
                 };
-                if let Some(p) = (i..end).find(|&k| base.wrapping_add(b.icount[k]) >= ins_stop) {
-                    end = p + 1;
+                // One thread's counts never decrease (the reader checks it), so when the range's
+                // last access is short of the stop, none is: skip the search.
+                let short = one_thread && end > i && base.wrapping_add(b.icount[end - 1]) < ins_stop;
+                if !short {
+                    if let Some(p) = (i..end).find(|&k| base.wrapping_add(b.icount[k]) >= ins_stop) {
+                        end = p + 1;
+                    }
                 }
             }
             // The range's last instruction count, read by `count_range` after the range: the
