@@ -6,6 +6,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -365,3 +366,29 @@ def test_sim_reads_the_trace_file(tmp_path, small_trace):
     r = json.loads(out.read_text())
     assert r["counters"]["accesses"] == 20000
     assert r["trace"] == str(small_trace)
+
+
+def test_every_pass_reads_the_whole_trace_and_threads_may_share_it(small_trace):
+    # Issue 38, item 4: a second pass returned nothing, and threads sharing a Trace got
+    # "Already borrowed" but one, which read part of the trace.
+    t = xlat.open(str(small_trace))
+    first = [b["addr"].copy() for b in t.batches()]
+    again = [b["addr"] for b in t.batches()]
+    assert sum(map(len, again)) == 20000 and len(first) == len(again)
+    assert all((a == b).all() for a, b in zip(first, again, strict=True))
+    assert sum(1 for e in t.events() if e.type == "access") == 20000
+    assert t.footer["accesses"] == 20000
+    # A pass left half-way does not shorten the next one.
+    it = t.batches()
+    next(it)
+    assert sum(len(b["addr"]) for b in t.batches()) == 20000
+    # Threads sharing one Trace each read all of it (a workload of many batches).
+    w = xlat.open("workload:stream?size=64MiB&accesses=1000000")
+
+    def count(_: int) -> tuple[int, int]:
+        bs = list(w.batches())
+        return len(bs), sum(len(b["addr"]) for b in bs)
+
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(count, range(4)))
+    assert got[0][0] > 4 and got == [got[0]] * 4 and got[0][1] == 1_000_000

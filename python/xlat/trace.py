@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -62,13 +63,17 @@ def _event(t: tuple) -> Event:
 class Trace:
     """An event source opened for reading: a trace file, a text trace or a workload spec.
 
-    A ``Trace`` streams: each pass over :meth:`batches` or :meth:`events` consumes it, so open
-    the spec again for a second pass.
+    Each call of :meth:`batches` or :meth:`events` reads the source from its start, through a
+    reader of its own: a second pass restarts, and threads that share a ``Trace`` each read
+    all of it. (One iterator shared by threads is Python's own: it refuses to run twice at
+    once.)
     """
 
     def __init__(self, spec: str):
         self.spec = str(spec)
         self._src = _native.Source(self.spec)
+        self._fresh = True
+        self._lock = threading.Lock()
         self.header: dict[str, Any] = json.loads(self._src.header_json())
 
     def __repr__(self) -> str:
@@ -76,21 +81,34 @@ class Trace:
 
     @property
     def footer(self) -> dict[str, Any] | None:
-        """Totals of a trace file, available once it has been read to the end."""
+        """Totals of a trace file, available once the latest pass has read it to the end."""
         f = self._src.footer_json()
         return None if f is None else json.loads(f)
+
+    def _reader(self) -> Any:
+        """A reader at the start of the source: the one opened with the header the first time,
+        a new one after."""
+        with self._lock:
+            if self._fresh:
+                self._fresh = False
+            else:
+                self._src = _native.Source(self.spec)
+            return self._src
 
     def batches(self) -> Iterator[dict[str, Any]]:
         """Yield batches as dicts of numpy columns ``addr`` (uint64), ``icount`` (uint64),
         ``tid`` (uint32), ``size`` (uint16), ``kind`` (uint8: 0 load, 1 store, 2 ifetch),
         and ``side``: the syscalls and markers, as tuples whose second item is the index of the
-        access they precede."""
-        while (b := self._src.next_batch()) is not None:
+        access they precede. Every call reads the source from its start."""
+        src = self._reader()
+        while (b := src.next_batch()) is not None:
             yield b
 
     def events(self) -> Iterator[Event]:
-        """Yield every event in order as an :class:`Event` (convenient, not fast)."""
-        while (evs := self._src.next_events()) is not None:
+        """Yield every event in order as an :class:`Event` (convenient, not fast). Every call
+        reads the source from its start."""
+        src = self._reader()
+        while (evs := src.next_events()) is not None:
             for t in evs:
                 yield _event(t)
 
