@@ -1,6 +1,10 @@
 """Configurations too large for the host, with too small a buddy order, an empty name or a
 multi-line --set value: one sentence and exit 1, before anything is allocated or simulated."""
 
+import resource
+import subprocess
+import sys
+
 import pytest
 import xlat
 from conftest import run_xlat
@@ -17,6 +21,33 @@ def test_structures_larger_than_the_host_memory_are_refused(monkeypatch):
         p,
         "config 'skylake': its structures need at least 8.6 GB of host memory "
         "(psc 'pde' 4.3 GB, psc 'pdpte' 4.3 GB), more than the 3.0 GB available on this machine",
+    )
+
+
+def test_the_check_counts_ulimit_v_and_configurations_that_run_together(monkeypatch):
+    # Issue 38, item 2: under ulimit -v the run aborted in the allocator after a minute; two
+    # configurations that each fit passed together.
+    big = ["--set", "psc.pde.entries=268435456", "--set", "psc.pdpte.entries=268435456"]
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (6 * 10**9, 6 * 10**9))
+
+    p = subprocess.run(
+        [sys.executable, "-m", "xlat", "sim", W, *big, "--no-progress"],
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        timeout=120,
+    )
+    one_sentence_error(p, "config 'skylake': its structures need at least 8.6 GB of host memory")
+    assert "available on this machine; make them smaller." in p.stderr
+    monkeypatch.setenv("XLAT_MEM_AVAILABLE", str(6 * 10**9))
+    two = ["--cpu", "skylake", "--cpu", "haswell", "--set", "psc.pde.entries=268435456"]
+    one_sentence_error(
+        run_xlat("sim", W, *two, check=False),
+        "2 configurations run at once and their structures need at least 8.6 GB of host memory together "
+        "('haswell' 4.3 GB, 'skylake' 4.3 GB), more than the 6.0 GB available on this machine; "
+        "run them one at a time or make them smaller.",
     )
 
 

@@ -454,6 +454,13 @@ fn check_layout(what: &str, text: &str) -> PyResult<String> {
     Ok(serde_json::to_string(&l).expect("layout serialises"))
 }
 
+/// Refuse configurations whose structures, `at_once` of them alive together, need more host
+/// memory than there is (each alone is checked when its simulator is built).
+fn check_together(cfgs: &[xlat_core::Config], at_once: usize) -> PyResult<()> {
+    use xlat_core::config::footprint::{check_host_memory_together, mem_available};
+    check_host_memory_together(cfgs, at_once, mem_available()).map_err(|e| ConfigError::new_err(e.to_string()))
+}
+
 /// Build and validate one configuration: (name, TOML text, overrides, optional (name, layout
 /// TOML)). A layout selects the mosaic policy.
 fn build_config(
@@ -485,6 +492,7 @@ fn simulate(
 ) -> PyResult<Vec<(String, f64, f64, f64)>> {
     let cfgs = configs.iter().map(|(w, t, s, l)| build_config(w, t, s, l.clone())).collect::<PyResult<Vec<_>>>()?;
     let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    check_together(&cfgs, threads.min(cfgs.len()))?;
     let spec = spec.to_string();
     let out = py.allow_threads(move || -> Result<Vec<(String, f64, f64, f64)>, xlat_core::sim::Error> {
         simrun::simulate_timed(&spec, &cfgs, threads, progress)
@@ -509,6 +517,7 @@ fn simulate_shared(
     pipeline: bool,
 ) -> PyResult<Vec<(Option<String>, Option<String>)>> {
     let cfgs = configs.iter().map(|(w, t, s, l)| build_config(w, t, s, l.clone())).collect::<PyResult<Vec<_>>>()?;
+    check_together(&cfgs, cfgs.len())?;
     let spec = spec.to_string();
     let out = py.allow_threads(move || simrun::simulate_shared(&spec, &cfgs, pipeline)).map_err(sim_to_py)?;
     Ok(out

@@ -54,13 +54,42 @@ pub fn check_host_memory(cfg: &Config, available: Option<u64>) -> Result<()> {
     ))
 }
 
+/// Refuse configurations that run at once (`at_once` of them, each on a thread, or all of
+/// them when they share one decoded input) when, together, the `at_once` largest need more than
+/// `available` bytes; each alone is checked by [`check_host_memory`] when its simulator is
+/// built.
+pub fn check_host_memory_together(cfgs: &[Config], at_once: usize, available: Option<u64>) -> Result<()> {
+    let Some(avail) = available else { return Ok(()) };
+    if at_once < 2 || cfgs.len() < 2 {
+        return Ok(());
+    }
+    let mut need: Vec<(u64, &str)> =
+        cfgs.iter().map(|c| (footprint(c).iter().fold(0u64, |a, p| a.saturating_add(p.1)), c.name.as_str())).collect();
+    need.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    need.truncate(at_once);
+    let total = need.iter().fold(0u64, |a, n| a.saturating_add(n.0));
+    if total <= avail || need.iter().any(|n| n.0 > avail) {
+        // (One that does not fit alone is refused in its own words when it is built.)
+        return Ok(());
+    }
+    let names: Vec<String> = need.iter().map(|(b, n)| format!("'{n}' {}", gb(*b))).collect();
+    err(format!(
+        "{} configurations run at once and their structures need at least {} of host memory together ({}), more than the {} available on this machine; run them one at a time or make them smaller.",
+        need.len(),
+        gb(total),
+        names.join(", "),
+        gb(avail)
+    ))
+}
+
 fn gb(b: u64) -> String {
     format!("{:.1} GB", b as f64 / 1e9)
 }
 
-/// The host memory a run may use: `XLAT_MEM_AVAILABLE` (bytes) if set, else the smaller of
-/// `/proc/meminfo`'s MemAvailable and the room left under a cgroup v2 memory limit; `None`
-/// when neither is known.
+/// The host memory a run may use: `XLAT_MEM_AVAILABLE` (bytes) if set, else the smallest of
+/// `/proc/meminfo`'s MemAvailable, the room left under a cgroup v2 memory limit and the
+/// address space left under `ulimit -v` (RLIMIT_AS, less this process's VmSize); `None` when
+/// none is known.
 pub fn mem_available() -> Option<u64> {
     if let Some(v) = std::env::var("XLAT_MEM_AVAILABLE").ok().and_then(|v| v.trim().parse().ok()) {
         return Some(v);
@@ -73,10 +102,21 @@ pub fn mem_available() -> Option<u64> {
     });
     let read = |f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).ok()?.trim().parse::<u64>().ok();
     let cgroup = read("memory.max").map(|max| max.saturating_sub(read("memory.current").unwrap_or(0)));
-    match (avail, cgroup) {
-        (Some(a), Some(c)) => Some(a.min(c)),
-        (a, c) => a.or(c),
+    [avail, cgroup, address_space_left()].into_iter().flatten().min()
+}
+
+/// The address space this process may still map under RLIMIT_AS (`ulimit -v`), if limited.
+fn address_space_left() -> Option<u64> {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut r) } != 0 || r.rlim_cur == libc::RLIM_INFINITY {
+        return None;
     }
+    // VmSize: the first field of /proc/self/statm, in pages.
+    let pages: u64 = std::fs::read_to_string("/proc/self/statm").ok()?.split_whitespace().next()?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    Some((r.rlim_cur as u64).saturating_sub(pages * page))
 }
 
 #[cfg(test)]
@@ -104,5 +144,32 @@ mod tests {
         );
         assert!(check_host_memory(&cfg, Some(9 << 30)).is_ok());
         assert!(check_host_memory(&cfg, None).is_ok());
+    }
+
+    #[test]
+    fn configurations_that_run_at_once_are_checked_together() {
+        // Two configurations of 4.3 GB each (one big PSC): each fits 6 GB, both at once do not.
+        let one = |name: &str| {
+            let text = PSCS.replacen("name = \"big\"", &format!("name = \"{name}\""), 1);
+            let text = text.replacen(
+                "[[psc]]\nname = \"pdpte\"\ncaches = \"pdpte\"\nentries = 268435456",
+                "[[psc]]\nname = \"pdpte\"\ncaches = \"pdpte\"\nentries = 16",
+                1,
+            );
+            Config::from_toml("t.toml", &text, &[]).unwrap()
+        };
+        let cfgs = [one("a"), one("b")];
+        let six = Some(6_000_000_000);
+        assert!(cfgs.iter().all(|c| check_host_memory(c, six).is_ok()));
+        let e = check_host_memory_together(&cfgs, 2, six).unwrap_err().0;
+        assert_eq!(
+            e,
+            "2 configurations run at once and their structures need at least 8.6 GB of host memory together \
+             ('a' 4.3 GB, 'b' 4.3 GB), more than the 6.0 GB available on this machine; run them one at a time or \
+             make them smaller."
+        );
+        assert!(check_host_memory_together(&cfgs, 1, six).is_ok(), "one at a time");
+        assert!(check_host_memory_together(&cfgs, 2, Some(9_000_000_000)).is_ok());
+        assert!(address_space_left().is_none() || address_space_left().unwrap() > 0);
     }
 }
