@@ -116,7 +116,7 @@ fn address_space_left() -> Option<u64> {
     let pages: u64 = std::fs::read_to_string("/proc/self/statm").ok()?.split_whitespace().next()?.parse().ok()?;
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
-    Some((r.rlim_cur as u64).saturating_sub(pages * page))
+    Some(r.rlim_cur.saturating_sub(pages * page))
 }
 
 #[cfg(test)]
