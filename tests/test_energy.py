@@ -203,7 +203,9 @@ def test_structures_looked_up_in_parallel_cost_a_lookup_whether_or_not_they_hold
     # promotion copies out of a range are walked, and fill it).
     w = "workload:stream?size=64MiB&accesses=200000"
     thp = sim.simulate(w, config=f"{LITE}/thp.toml")
-    rmm = sim.simulate(w, config=f"{LITE}/rmm.toml", set=['range_tlb.range-l2.fill="4k"', "os.eager_promote=false"])
+    rmm = sim.simulate(
+        w, config=f"{LITE}/rmm.toml", set=['range_tlb.range-l2.fill="4k"', "os.eager_promote=false"]
+    )
     assert rmm.counters["os.eager_2m"] > 0 and rmm.counters["tlb.l1d-2m.fills"] == 0
     e_thp, e_rmm = thp.energy(), rmm.energy()
     by = {s.name: s for s in e_rmm.structures}
