@@ -65,3 +65,21 @@ def test_bad_settings_are_one_sentence(setting, sentence):
         xlat.ConfigError, match=sentence.split(";")[0].replace("(", r"\(").replace(")", r"\)")
     ):
         xlat.simulate(W, set=[setting])
+
+
+def test_a_time_series_that_outgrows_the_host_memory_stops_in_one_sentence(monkeypatch):
+    # Issue 38, item 1: sim.interval_accesses=1 sampled every counter at every access without
+    # a bound (1.3 GB for 200,000 accesses, about 13 GB for 2 M).
+    monkeypatch.setenv("XLAT_MEM_AVAILABLE", str(800 * 10**6))
+    p = run_xlat("sim", "workload:stream?accesses=200000", "--set", "sim.interval_accesses=1", check=False)
+    one_sentence_error(
+        p,
+        "sim.interval_accesses = 1: the time series (a sample of ",
+        "outgrew a sixteenth of the 0.8 GB of host memory available after ",
+        "take samples less often.",
+    )
+    # A sensible interval under the same limit runs.
+    p = run_xlat(
+        "sim", "workload:stream?accesses=200000", "--set", "sim.interval_accesses=1000", "--json", "-"
+    )
+    assert p.returncode == 0

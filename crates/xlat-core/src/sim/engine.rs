@@ -109,6 +109,11 @@ pub(crate) struct Core<V: Variant> {
     pub(crate) epochs: Epochs,
     /// Every counter at each sample (values in the order of `sample_order`).
     pub(crate) series: Vec<Vec<u64>>,
+    /// Host bytes the series holds, and the most it may: a sixteenth of the host memory
+    /// available when sampling is on (the result copies it into Python objects and JSON, which
+    /// took about five times its size: 1.3 GB for a 254 MB series).
+    series_bytes: u64,
+    series_budget: u64,
     /// Report order -> sorted name order of the counters (computed at the first sample).
     sample_order: Vec<usize>,
     prefetching: bool,
@@ -151,6 +156,11 @@ impl<V: Variant> Core<V> {
             markers: 0,
             epochs: Epochs::new(cfg.sim.interval_accesses, cfg.sim.interval_instructions),
             series: Vec::new(),
+            series_bytes: 0,
+            series_budget: match cfg.sim.interval_accesses > 0 || cfg.sim.interval_instructions > 0 {
+                true => crate::config::footprint::mem_available().map_or(u64::MAX, |a| a / 16),
+                false => u64::MAX,
+            },
             sample_order: Vec::new(),
             prefetching: false,
             last_at: Translated::Walk,
@@ -758,7 +768,7 @@ impl<V: Variant> Core<V> {
     fn end_of_range(&mut self, b: &Batch, kinds: &mut usize, at: usize) -> Result<(), SimError> {
         if self.epochs.sample_due(self.accesses, self.instructions) {
             self.count_kinds(b, kinds, at);
-            self.sample();
+            self.sample()?;
         }
         for i in 0..self.epochs.slots.len() {
             for _ in 0..self.epochs.due(i, self.accesses, self.instructions) {
@@ -789,7 +799,7 @@ impl<V: Variant> Core<V> {
     }
 
     /// A row of the time series: every counter, in name order.
-    fn sample(&mut self) {
+    fn sample(&mut self) -> Result<(), SimError> {
         if self.sample_order.is_empty() {
             let mut names = crate::stats::Names::default();
             self.report(&mut names);
@@ -801,6 +811,21 @@ impl<V: Variant> Core<V> {
         self.report(&mut v);
         debug_assert_eq!(v.0.len(), self.sample_order.len(), "the counters are the same at every sample");
         self.series.push(self.sample_order.iter().map(|&i| v.0[i]).collect());
+        self.series_bytes += 24 + 8 * v.0.len() as u64;
+        if self.series_bytes > self.series_budget {
+            let s = &self.cfg.sim;
+            let (key, every, unit) = match s.interval_accesses {
+                0 => ("sim.interval_instructions", s.interval_instructions, "instructions"),
+                n => ("sim.interval_accesses", n, "accesses"),
+            };
+            return Err(SimError::Invalid(format!(
+                "{key} = {every}: the time series (a sample of {} counters every {every} {unit}) outgrew a sixteenth of the {:.1} GB of host memory available after {} samples (the result holds it several times over); take samples less often.",
+                v.0.len(),
+                self.series_budget as f64 * 16.0 / 1e9,
+                self.series.len()
+            )));
+        }
+        Ok(())
     }
 }
 
