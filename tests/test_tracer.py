@@ -455,3 +455,60 @@ def test_script_runs_through_its_interpreter(tmp_path: Path) -> None:
     h = xlat.open(str(out)).header
     assert h["metadata"]["argv_run"] == ["/bin/sh", str(script), "world"]
     assert xlat.trace_info(str(out))["info"]["accesses"] > 0
+
+
+def _processes_with(cmdline: str) -> list[int]:
+    """PIDs whose command line is `cmdline`."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            except OSError:
+                continue
+            if cmd == cmdline:
+                pids.append(int(d.name))
+    return pids
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
+def test_killing_the_tracer_ends_the_traced_program_and_its_children(tmp_path: Path, sig: str) -> None:
+    # Issue 38, item 3: a killed `xlat trace` left the program running under QEMU for 35-60 s
+    # (a server, for ever). A watchdog the kernel signals when the recorder dies kills QEMU's
+    # process group, forked children included.
+    import signal
+    import time
+
+    marker = f"61.{os.getpid()}{len(sig)}"
+    out = tmp_path / "t.xlat"
+    p = subprocess.Popen(
+        [
+            *XLAT,
+            "trace",
+            "--no-progress",
+            "-o",
+            str(out),
+            "--",
+            "/bin/sh",
+            "-c",
+            f"sleep {marker} & sleep {marker}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while len(_processes_with(f"sleep {marker}")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(_processes_with(f"sleep {marker}")) >= 2, "the traced program and its child started"
+    p.send_signal(getattr(signal, sig))
+    p.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while _processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_with(f"sleep {marker}") == [], "nothing of the traced program is left"
+    # What was written stays a trace cut short, and says so (here nothing reached the file
+    # yet: empty).
+    partial = Path(f"{out}.partial")
+    assert partial.exists()
+    info = subprocess.run([*XLAT, "trace-info", str(partial)], capture_output=True, text=True)
+    assert info.returncode != 0 and ("truncated" in info.stderr or "is empty" in info.stderr), info.stderr

@@ -18,7 +18,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -411,6 +411,8 @@ struct Guard {
     pgid: i32,
     dir: PathBuf,
     reaped: bool,
+    /// Kills the process group (and removes `dir`) if this process dies first ([`watchdog`]).
+    watchdog: Option<Child>,
 }
 
 impl Guard {
@@ -428,8 +430,42 @@ impl Drop for Guard {
             self.kill();
             let _ = self.child.wait();
         }
+        if let Some(w) = &mut self.watchdog {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A process that outlives this one only to clean up after it, the leader of the process group
+/// QEMU then joins: when the thread that starts it ends, however it ends (SIGKILL or SIGTERM of
+/// the recorder included, when no destructor runs), the kernel sends it SIGTERM
+/// (`PR_SET_PDEATHSIG`), and it removes the socket's directory and kills its process group:
+/// QEMU, the traced program and the children it forked, and itself. Started before QEMU, so
+/// that no moment leaves QEMU without it. `None` when it cannot be started (the recording goes
+/// on, QEMU in a group of its own; only this safety net is missing).
+fn watchdog(dir: &Path) -> Option<Child> {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as i32;
+    let script = "trap 'rm -rf \"$XLAT_WATCHDOG_DIR\"; kill -KILL 0' TERM; while :; do sleep 1 & wait $!; done";
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c").arg(script).env("XLAT_WATCHDOG_DIR", dir);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    cmd.process_group(0);
+    // SAFETY: prctl, getppid and _exit are async-signal-safe; nothing else runs between fork
+    // and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            // The recorder died before the request took effect: nothing to watch.
+            if libc::getppid() != parent {
+                libc::_exit(0);
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().ok()
 }
 
 /// Run `opts.program` under QEMU with the plugin and write its traces, streaming. `progress` is
@@ -474,14 +510,18 @@ pub fn record(opts: &RecordOptions, mut progress: impl FnMut(&RecordProgress) ->
     if std::env::var_os("XLAT_EXEC_SHIM").is_some() {
         cmd.env("XLAT_TRACE_SOCK", &sock);
     }
-    // Its own process group, so that stopping at --max also stops forked children.
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    // A process group of its own (the watchdog's), so that stopping at --max also stops forked
+    // children, and the recorder's death stops them all.
+    let watchdog = watchdog(&dir);
+    let group = watchdog.as_ref().map_or(0, |w| w.id() as i32);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, group);
     let child = cmd.spawn().map_err(|e| {
         let _ = std::fs::remove_dir_all(&dir);
         Error::Import(format!("cannot run {}: {e}", opts.qemu.display()))
     })?;
     let root_pid = child.id();
-    let mut guard = Guard { pgid: root_pid as i32, child, dir: dir.clone(), reaped: false };
+    let pgid = if group != 0 { group } else { root_pid as i32 };
+    let mut guard = Guard { pgid, child, dir: dir.clone(), reaped: false, watchdog };
 
     let shared = Arc::new(Shared {
         accesses: AtomicU64::new(0),
