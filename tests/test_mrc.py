@@ -86,6 +86,10 @@ def test_cli_json_table_and_plot(tmp_path, capsys):
         (["--sets", "1,12"], "set count 12 is not a power of two (1, 2, 4, ...; 1 is fully associative)"),
         (["--sets", "128", "--max-entries", "64"], "set count 128 is larger than --max-entries 64"),
         (["--page-sizes", "4KB,8KB"], "unknown page size '8KB' (known: 4KB, 2MB, 1GB)"),
+        # An empty list is no page size, not all three; a size named twice is a mistake.
+        (["--page-sizes", ""], "--page-sizes needs at least one page size (4KB, 2MB, 1GB)"),
+        (["--page-sizes", "2MB,2MB"], "--page-sizes names 2MB twice; give each page size once"),
+        (["--page-sizes", "4KB,2MiB,2mb"], "--page-sizes names 2MB twice"),
         (["--policy", "mosaic"], "--policy takes 4k or thp (mosaic comes from --layout), not 'mosaic'"),
         (["--max-entries", "0"], "--max-entries 0 must be from 1 to 16777216"),
         (["--set", "os.nonsense=1"], "nonsense"),
@@ -95,6 +99,11 @@ def test_cli_bad_input_is_one_sentence(capsys, args, msg):
     assert main(["mrc", "--no-progress", "workload:gups?size=64MiB&accesses=1000", *args]) == 1
     err = capsys.readouterr().err
     assert msg in err and err.count("\n") == 1
+
+
+def test_a_page_size_given_twice_is_refused_before_reading():
+    with pytest.raises(xlat.ConfigError, match="page size 2MB is given twice; give each page size once"):
+        xlat.mrc("/nonexistent/t.xlat", page_sizes=["4KB", "2MB", "2MB"])
 
 
 def test_cli_missing_trace_exits_non_zero(xlat_cli, tmp_path):

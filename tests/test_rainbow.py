@@ -66,6 +66,17 @@ def test_superpage_touch_cli(tmp_path, capsys):
             "larger than the whole memory",
         ),
         (["rainbow", "workload:gups?accesses=10", "--dram", "lots"], "is not a size"),
+        # Sizes are checked before any configuration runs, named as typed (not memory.size).
+        (
+            ["rainbow", "workload:gups?accesses=10", "--dram", "1B"],
+            "--dram 1B is smaller than one 2MB superpage: each memory holds whole 2MB superpages",
+        ),
+        (["rainbow", "workload:gups?accesses=10", "--nvm", "3MiB"], "--nvm 3MiB is not a multiple of 2MiB"),
+        (["rainbow", "workload:gups?accesses=10", "--nvm", "0"], "--nvm 0 is smaller than one 2MB superpage"),
+        (
+            ["rainbow", "workload:gups?accesses=10", "--dram", "1TiB", "--nvm", "4TiB"],
+            "--dram 1TiB and --nvm 4TiB would make 5TiB of memory (DRAM 1TiB + NVM 4TiB), above the simulator's 4TiB",
+        ),
         (
             ["rainbow", "workload:gups?accesses=10", "--set", "hybrid.top_superpages=0"],
             "hybrid.top_superpages = 0 must be at least 1",
@@ -106,3 +117,22 @@ def test_rainbow_cli_table_and_json(capsys):
     assert main(["rainbow", "--no-progress", spec, "--configs", "rainbow", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert [r["config"] for r in d["rows"]] == ["rainbow"]
+
+
+def test_dram_larger_than_nvm_is_a_warning_not_an_error(capsys):
+    def run(config: str, *sizes: str) -> tuple[str, str]:
+        spec = "workload:gups?size=16MiB&accesses=2000"
+        assert main(["rainbow", "--no-progress", spec, "--configs", config, *sizes]) == 0
+        return capsys.readouterr()
+
+    out, err = run("hscc-4kb", "--dram", "64MiB", "--nvm", "32MiB")
+    assert "HSCC-4KB-mig" in out
+    assert err.count("\n") == 1 and err.startswith(
+        "xlat: warning: DRAM (64.00 MiB) is larger than NVM (32.00 MiB): Rainbow and HSCC take NVM as the large"
+    ), err
+    # As large, or the default DRAM (4GiB) with a larger NVM: nothing to say.
+    assert run("hscc-4kb", "--dram", "32MiB", "--nvm", "32MiB")[1] == ""
+    assert run("flat-static", "--nvm", "8GiB")[1] == ""
+    # The default DRAM above a smaller NVM given alone: said too.
+    err = run("flat-static", "--nvm", "1GiB")[1]
+    assert err.startswith("xlat: warning: DRAM (4.00 GiB) is larger than NVM (1.00 GiB)"), err

@@ -75,6 +75,9 @@ def test_cli_table_and_json(tmp_path, capsys):
     [
         (["--granularity", "1,3"], "granularity 3 is not a power of two from 1 to 512"),
         (["--granularity", "1024"], "granularity 1024 is not a power of two from 1 to 512"),
+        # An empty list is no granularity, not the default four.
+        (["--granularity", ""], "--granularity needs at least one granularity"),
+        (["--granularities", ","], "--granularity needs at least one granularity"),
         (["--epoch", "0"], "the epoch must be at least 1 instruction, not 0"),
         (["--fraction", "0"], "the memory fraction must be above 0 and at most 1"),
         (["--fraction", "1.5"], "the memory fraction must be above 0 and at most 1"),

@@ -115,6 +115,20 @@ def test_cli_bad_input_is_one_sentence(capsys, args, msg):
     assert msg in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("threshold", [0, -3])
+def test_a_bad_threshold_is_refused_before_simulating(monkeypatch, capsys, threshold):
+    def never(*a, **k):
+        raise AssertionError("simulated before checking the threshold")
+
+    monkeypatch.setattr(rmm, "simulate_many", never)
+    big = "workload:gups?size=4GiB&accesses=50000000"
+    with pytest.raises(ValueError, match=f"the range threshold must be at least 1 page, not {threshold}"):
+        rmm.evaluate(big, threshold=threshold)
+    assert main(["rmm", "--no-progress", big, "--threshold", str(threshold)]) == 1
+    err = capsys.readouterr().err
+    assert f"--threshold must be at least 1 page, not {threshold}" in err and err.count("\n") == 1
+
+
 def test_a_file_mapping_lies_outside_the_range_table_unless_backed_eagerly(tmp_path, capsys):
     # Two 4MiB private file mappings (fds 3 and 4) read page by page in turn: Algorithm 4.1 backs
     # anonymous memory only, so their pages are demand-paged, each fault taking the next free

@@ -367,3 +367,89 @@ def test_points_with_different_counters_read_in_one_call(tmp_path):
     assert df["walks"].tolist() == [5, 7]
     assert df["range_tlb.hits"].tolist()[1] == 3 and math.isnan(df["range_tlb.hits"].tolist()[0])
     assert df["derived.mpki"].tolist()[0] == 1.5
+
+
+# ---- damaged files (issue 38 item 7) ----------------------------------------------------------
+
+TINY = """\
+traces = ["workload:gups?size=64MiB&accesses=2000&seed=5"]
+cpus = ["skylake"]
+
+[axes]
+"tlb.stlb.entries" = [384, 768, 1536]
+"""
+
+
+def _truncate(path: Path, keep: int) -> None:
+    with open(path, "r+b") as f:
+        f.truncate(keep)
+
+
+def test_a_truncated_point_is_reported_set_aside_and_run_again(tmp_path):
+    f = tmp_path / "tiny.toml"
+    f.write_text(TINY)
+    out = tmp_path / "res"
+    first = run_cli(str(f), "-o", str(out), "--workers", "1", "--json", "-")
+    assert first.returncode == 0, first.stderr
+    before = pd.read_parquet(out).sort_values("key").reset_index(drop=True)
+    assert len(before) == 3
+    victim = sorted(out.glob("point-*.parquet"))[1]
+    half = victim.stat().st_size // 2
+    _truncate(victim, half)
+
+    again = run_cli(str(f), "-o", str(out), "--workers", "1", "--json", "-")
+    assert again.returncode == 0, again.stderr
+    s = json.loads(again.stdout)
+    assert (s["points"], s["already_done"], s["ran"], s["failed"]) == (3, 2, 1, [])
+    assert s["damaged"] == [str(victim)]
+    notes = [line for line in again.stderr.splitlines() if line.startswith("xlat: ")]
+    assert notes == [
+        f"xlat: sweep point {victim} is unreadable (truncated or damaged); moved it to "
+        f"{out / '_damaged' / victim.name}, running it again"
+    ], again.stderr
+    after = pd.read_parquet(out).sort_values("key").reset_index(drop=True)
+    pd.testing.assert_frame_equal(after, before)
+    assert (out / "_damaged" / victim.name).stat().st_size == half  # kept for inspection
+    # And now nothing is missing: a third run runs nothing and says nothing about damage.
+    third = run_cli(str(f), "-o", str(out), "--workers", "1", "--json", "-")
+    assert third.returncode == 0 and json.loads(third.stdout)["ran"] == 0
+    assert "unreadable" not in third.stderr
+
+
+def test_unreadable_files_are_set_aside_without_a_cluster(tmp_path):
+    """Results alone: an empty point file, one whose row is another key's, and a truncated
+    schema file are set aside; the rest reads as one dataset with every column."""
+    from xlat.sweep.store import Results
+
+    res = Results(str(tmp_path), "v1")
+    a, b, c = "a" * 32, "b" * 32, "c" * 32
+    res.write(a, {"key": a, "walks": 5, "derived.mpki": 1.5})
+    res.write(b, {"key": b, "walks": 7, "range_tlb.hits": 3})
+    res.write(c, {"key": c, "walks": 9})
+    # Opened again: the three are read whole and remembered, not read again while unchanged...
+    assert Results(str(tmp_path), "v1").done() == {a, b, c}
+    checked = json.loads((tmp_path / "_checked-points.json").read_text())
+    assert sorted(checked) == [f"point-{k}.parquet" for k in (a, b, c)]
+    # ... but any change to a file is seen.
+    _truncate(tmp_path / f"point-{a}.parquet", 0)
+    os.replace(tmp_path / f"point-{c}.parquet", tmp_path / f"point-{'d' * 32}.parquet")
+    _truncate(tmp_path / "000-schema.parquet", 10)
+
+    again = Results(str(tmp_path), "v1")
+    assert again.done() == {b}
+    why = {Path(d.path).name: (d.key, d.why) for d in again.damaged}
+    assert why == {
+        f"point-{a}.parquet": (a, "unreadable (truncated or damaged)"),
+        f"point-{'d' * 32}.parquet": ("d" * 32, "not the one row of its key"),
+        "000-schema.parquet": (None, "unreadable (truncated or damaged)"),
+    }
+    assert sorted(os.listdir(tmp_path / "_damaged")) == sorted(why)
+    msg = {d.key: d.message(d.key != "d" * 32) for d in again.damaged}
+    assert msg[a].endswith("running it again") and "not a point of this sweep" in msg["d" * 32]
+    assert msg[None].startswith(f"sweep schema file {tmp_path / '000-schema.parquet'} is unreadable")
+    df = pd.read_parquet(tmp_path)
+    assert df["key"].tolist() == [b] and df["range_tlb.hits"].tolist() == [3]
+    # The point set aside is written again like any other; the schema keeps every column.
+    again.write(a, {"key": a, "walks": 5, "derived.mpki": 1.5})
+    df = pd.read_parquet(tmp_path).sort_values("key")
+    assert df["walks"].tolist() == [5, 7] and df["derived.mpki"].tolist()[0] == 1.5

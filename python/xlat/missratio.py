@@ -137,9 +137,13 @@ def mrc(
         cpu = "skylake"
     if policy is not None and policy not in ("4k", "thp"):
         raise _native.ConfigError(f"policy takes 4k or thp (mosaic comes from a layout), not '{policy}'.")
+    sizes = list(page_sizes)
+    twice = next((p for i, p in enumerate(sizes) if p in sizes[:i]), None)
+    if twice is not None:
+        raise _native.ConfigError(f"page size {twice} is given twice; give each page size once.")
     overrides = list(set) + ([f"os.policy={policy}"] if policy else [])
     args = Run(cpu=cpu, config=config, set=tuple(overrides), layout=layout)._native_args()
-    out = _native.mrc(trace, args, list(sets), int(max_entries), list(page_sizes), progress)
+    out = _native.mrc(trace, args, list(sets), int(max_entries), sizes, progress)
     return MrcResult(json.loads(out))
 
 

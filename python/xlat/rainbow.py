@@ -19,7 +19,7 @@ from typing import Any
 from xlat.layout import parse_size
 from xlat.sim import Run, SimResult, simulate_many
 
-__all__ = ["CONFIGS", "LABELS", "Comparison", "compare", "config_dir", "plot_many", "runs"]
+__all__ = ["CONFIGS", "LABELS", "Comparison", "compare", "config_dir", "memory_sizes", "plot_many", "runs"]
 
 #: The configurations, in the order the paper lists them (section IV-A), Rainbow before the
 #: upper bound.
@@ -38,6 +38,13 @@ TRANSLATION_PARTS = ("stlb_hit", "walk", "tlb4k", "bitmap", "pointer")
 OTHER_PARTS = ("base", "memory_reads", "writebacks", "migration", "clflush", "shootdown", "remap")
 
 
+#: A memory kind holds whole 2MB superpages (``memory.kinds.<kind>.size``): the smallest DRAM
+#: or NVM, and the unit of their sizes.
+SUPERPAGE = 2 << 20
+#: The most simulated memory, DRAM and NVM together (``memory.size``).
+MAX_MEMORY = 4 << 40
+
+
 def config_dir() -> Path:
     """``configs/rainbow`` of the checkout this package runs from."""
     return Path(__file__).resolve().parents[2] / "configs" / "rainbow"
@@ -46,6 +53,46 @@ def config_dir() -> Path:
 def _kinds(path: Path) -> dict[str, dict[str, Any]]:
     with open(path, "rb") as f:
         return {k["name"]: k for k in tomllib.load(f)["memory"]["kinds"]}
+
+
+def _show(n: int) -> str:
+    for unit, b in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if n % b == 0:
+            return f"{n // b}{unit}"
+    return f"{n} bytes"
+
+
+def memory_sizes(
+    dram: str | None = None,
+    nvm: str | None = None,
+    directory: Path | None = None,
+    names: tuple[str, str] = ("dram", "nvm"),
+) -> dict[str, int]:
+    """The hybrid configurations' DRAM and NVM in bytes (``{"dram": ..., "nvm": ...}``): ``dram``
+    and ``nvm`` where given, else Flat-static's. Each must be a whole number of 2MB superpages
+    (at least one) and both together at most 4TiB, or ``ValueError`` names the value as
+    ``names`` (the CLI passes its options, ``--dram`` and ``--nvm``)."""
+    d = directory or config_dir()
+    base = _kinds(d / "flat-static.toml")
+    sizes = {k: parse_size(v["size"], f"memory.kinds.{k}.size") for k, v in base.items()}
+    for kind, text, name in (("dram", dram, names[0]), ("nvm", nvm, names[1])):
+        if text is None:
+            continue
+        n = parse_size(text, name)
+        if n < SUPERPAGE or n % SUPERPAGE:
+            what = "smaller than one 2MB superpage" if n < SUPERPAGE else "not a multiple of 2MiB"
+            raise ValueError(
+                f"{name} {text} is {what}: each memory holds whole 2MB superpages, at least one "
+                "(give e.g. 256MiB)"
+            )
+        sizes[kind] = n
+    if sizes["dram"] + sizes["nvm"] > MAX_MEMORY:
+        given = " and ".join(f"{n} {t}" for n, t in zip(names, (dram, nvm), strict=True) if t is not None)
+        raise ValueError(
+            f"{given} would make {_show(sizes['dram'] + sizes['nvm'])} of memory (DRAM {_show(sizes['dram'])} + "
+            f"NVM {_show(sizes['nvm'])}), above the simulator's 4TiB"
+        )
+    return sizes
 
 
 def runs(
@@ -64,12 +111,7 @@ def runs(
         path = d / f"{name}.toml"
         s: list[str] = []
         if dram is not None or nvm is not None:
-            base = _kinds(d / "flat-static.toml")
-            sizes = {k: parse_size(v["size"], f"memory.kinds.{k}.size") for k, v in base.items()}
-            if dram is not None:
-                sizes["dram"] = parse_size(dram, "the DRAM size")
-            if nvm is not None:
-                sizes["nvm"] = parse_size(nvm, "the NVM size")
+            sizes = memory_sizes(dram, nvm, d)
             own = _kinds(path)
             if "nvm" not in own:
                 sizes = {"dram": sizes["dram"] + sizes["nvm"]}

@@ -223,6 +223,9 @@ def evaluate(
     4KB run's average walk cost; needs the 4KB and THP designs) beside xlat's additive
     estimate (walk cycles over base cycles of the design's own run), and the contiguity of the
     memory at the end (ranges of at least ``threshold`` pages, coverage, ranges for 99%...)."""
+    # Checked before simulating, not when the figures are computed after every run.
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
+        raise ValueError(f"the range threshold must be at least 1 page, not {threshold!r}")
     runs = design_runs(cpu, designs, (*extra, "sim.contiguity=true"))
     results = dict(
         zip(runs, simulate_many(trace, runs.values(), threads=threads, progress=progress), strict=True)

@@ -23,6 +23,8 @@ def _sizes(text: str) -> list[str]:
         norm = x.upper().replace("KIB", "KB").replace("MIB", "MB").replace("GIB", "GB")
         if norm not in PAGE_SIZES:
             raise CliError(f"unknown page size '{x}' (known: 4KB, 2MB, 1GB)")
+        if norm in out:
+            raise CliError(f"--page-sizes names {norm} twice; give each page size once (4KB, 2MB, 1GB)")
         out.append(norm)
     if not out:
         raise CliError("--page-sizes needs at least one page size (4KB, 2MB, 1GB)")
@@ -67,7 +69,7 @@ def cmd_mrc(args: argparse.Namespace) -> int:
         raise CliError(f"--policy takes 4k or thp (mosaic comes from --layout), not '{args.policy}'")
     if args.cpu and args.config:
         raise CliError("give at most one of --cpu and --config")
-    sizes = _sizes(args.page_sizes) if args.page_sizes else None
+    sizes = None if args.page_sizes is None else _sizes(args.page_sizes)  # '' is no size, not all
     r = mrc(
         args.trace,
         cpu=args.cpu,
@@ -77,7 +79,7 @@ def cmd_mrc(args: argparse.Namespace) -> int:
         policy=args.policy,
         sets=args.sets or [1],
         max_entries=DEFAULT_MAX_ENTRIES if args.max_entries is None else args.max_entries,
-        page_sizes=sizes or ["4KB", "2MB", "1GB"],
+        page_sizes=["4KB", "2MB", "1GB"] if sizes is None else sizes,
         progress=progress(args),
     )
     if args.plot:

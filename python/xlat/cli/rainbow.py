@@ -5,6 +5,7 @@ memory energy, one column per configuration (``configs/rainbow/``)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from xlat.cli.common import CliError, grid, human_bytes, progress
@@ -76,6 +77,16 @@ def cmd_rainbow(args: argparse.Namespace) -> int:
     unknown = [c for c in configs if c not in rainbow.CONFIGS]
     if unknown:
         raise CliError(f"unknown configuration '{unknown[0]}' (known: {', '.join(rainbow.CONFIGS)})")
+    # The sizes before any simulation, named as typed (a bad one failed inside the first
+    # configuration, as memory.size, a key nobody typed).
+    sizes = rainbow.memory_sizes(args.dram, args.nvm, names=("--dram", "--nvm"))
+    if sizes["dram"] > sizes["nvm"] and any(c != "dram-only-2mb" for c in configs):
+        print(
+            f"xlat: warning: DRAM ({human_bytes(sizes['dram'])}) is larger than NVM "
+            f"({human_bytes(sizes['nvm'])}): Rainbow and HSCC take NVM as the large, slow tier and DRAM "
+            "as its cache (seed 003: 4 GB of DRAM, 32 GB of NVM); running anyway",
+            file=sys.stderr,
+        )
     cmp = rainbow.compare(
         args.trace,
         dram=args.dram,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from xlat.cli.common import grid, human_bytes, int_arg, int_list, progress, table
+from xlat.cli.common import CliError, grid, human_bytes, int_arg, int_list, progress, table
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 
@@ -69,11 +69,13 @@ def cmd_reclaim(args: argparse.Namespace) -> int:
     from xlat import reclaim as rc
 
     take_positional(args, "trace", "TRACE")
+    if args.granularities == []:  # `--granularity ''`: no value, not the default ones
+        raise CliError("--granularity needs at least one granularity (bits per 2MB page: 1, 2, 4, ..., 512)")
     bw = rc.DEFAULT_BANDWIDTH if args.bandwidth is None else args.bandwidth * 1e9
     r = rc.analyze(
         args.trace,
         fraction=rc.DEFAULT_FRACTION if args.fraction is None else args.fraction,
-        granularities=args.granularities or rc.DEFAULT_GRANULARITIES,
+        granularities=rc.DEFAULT_GRANULARITIES if args.granularities is None else args.granularities,
         epoch=rc.DEFAULT_EPOCH if args.epoch is None else args.epoch,
         fault_us=rc.DEFAULT_FAULT_US if args.fault_us is None else args.fault_us,
         read_bandwidth=bw,

@@ -123,6 +123,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         "already_done": out.skipped,
         "ran": out.ran,
         "failed": out.failed,
+        "damaged": out.damaged,
         "rows": len(df),
         "rows_in_results": len(everything),
         "seconds": round(out.seconds, 3),

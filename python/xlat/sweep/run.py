@@ -117,6 +117,8 @@ class Outcome:
     scheduler: str = ""
     #: Every point's key (the results directory may also hold points of earlier sweep files).
     keys: set[str] = field(default_factory=set)
+    #: Files found unreadable and moved to ``RESULTS/_damaged/`` (their points run again).
+    damaged: list[str] = field(default_factory=list)
 
 
 def resolve_recipes(sweep: Sweep, results: Results, progress: bool) -> dict[str, str]:
@@ -240,8 +242,11 @@ def run_sweep(
     decode_once: str = "auto",
     connect_timeout: float = CONNECT_TIMEOUT_S,
     on_progress: Callable[[int, int, float], None] | None = None,
+    on_notice: Callable[[str], None] | None = None,
 ) -> Outcome:
-    """Run every point of ``sweep`` not yet in ``results_dir``; see the module's docs."""
+    """Run every point of ``sweep`` not yet in ``results_dir``; see the module's docs.
+    ``on_notice`` gets one sentence per point file found unreadable (set aside and run again;
+    default: a line ``xlat: ...`` on stderr)."""
     if group < 1:
         raise SweepError(f"--group must be at least 1, not {group}")
     if decode_once not in DECODE_ONCE:
@@ -254,6 +259,10 @@ def run_sweep(
     todo = list({pl.key: pl for pl in planned if pl.key not in done}.values())
     keys = {pl.key for pl in planned}
     out = Outcome(total=len(keys), skipped=len(keys & done), keys=keys)
+    notice = on_notice or _notice
+    for d in results.damaged:
+        notice(d.message(d.key is None or d.key in keys))
+        out.damaged.append(d.path)
     if not todo:
         return out
     from distributed import as_completed
@@ -310,6 +319,10 @@ def run_sweep(
         if cluster is not None:
             cluster.close()
     return out
+
+
+def _notice(msg: str) -> None:
+    print(f"xlat: {msg}", file=sys.stderr, flush=True)
 
 
 def _lost_scheduler(client, e: BaseException) -> bool:

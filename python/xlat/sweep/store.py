@@ -2,8 +2,10 @@
 to a hidden temporary name and renamed into place (so a kill at any moment leaves no partial
 row and no duplicate), a zero-row schema file that every point's columns are merged into
 before the point is written (``pandas.read_parquet(DIR)`` takes the first file's schema, and
-``000-schema.parquet`` sorts first), a manifest with the xlat version, and the cache of trace
-content hashes. Files starting with ``_`` or ``.`` are skipped by pandas/pyarrow readers.
+``000-schema.parquet`` sorts first), a manifest with the xlat version, the cache of trace
+content hashes, and the list of point files already read whole (a point file that cannot be
+read is moved to ``_damaged/`` and its point runs again). Files starting with ``_`` or ``.`` are
+skipped by pandas/pyarrow readers.
 
 A point's key hashes (docs/sweep.md):
 
@@ -21,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from xlat.sweep.spec import SweepError
@@ -28,6 +31,11 @@ from xlat.sweep.spec import SweepError
 MANIFEST = "_manifest.json"
 HASHES = "_trace-hashes.json"
 SCHEMA_FILE = "000-schema.parquet"
+#: Where point and schema files that cannot be read are moved (readers skip ``_`` names).
+DAMAGED = "_damaged"
+#: The point files read whole once, by name: their (size, mtime, ctime, inode) then.
+CHECKED = "_checked-points.json"
+UNREADABLE = "unreadable (truncated or damaged)"
 POINT_RE = re.compile(r"^point-([0-9a-f]{32})\.parquet$")
 FORMAT = 1
 #: Identification columns (text) every row has, before the axes, counters and derived figures.
@@ -138,6 +146,9 @@ class Results:
             _write_atomic(man, (canonical({"format": FORMAT, "xlat_version": version}) + "\n").encode())
         self._clean_temporaries()
         self._hashes: dict[str, Any] = self._load_hashes()
+        #: Files found unreadable and set aside in ``_damaged/`` (:class:`Damaged`).
+        self.damaged: list[Damaged] = []
+        self._done = self._check_points()
         self._schema = self._load_schema()
 
     def _clean_temporaries(self) -> None:
@@ -158,8 +169,12 @@ class Results:
                 os.unlink(os.path.join(self.root, n))
 
     def _load_hashes(self) -> dict[str, Any]:
+        return self._load_json(HASHES)
+
+    def _load_json(self, name: str) -> dict[str, Any]:
+        """A cache file's object; an unreadable one is an empty cache."""
         try:
-            with open(os.path.join(self.root, HASHES)) as f:
+            with open(os.path.join(self.root, name)) as f:
                 d = json.load(f)
             return d if isinstance(d, dict) else {}
         except (OSError, ValueError):
@@ -181,14 +196,73 @@ class Results:
         return h
 
     def done(self) -> set[str]:
-        """Keys of the points already written."""
-        return {m.group(1) for n in os.listdir(self.root) if (m := POINT_RE.match(n))}
+        """Keys of the points already written (whole: see :meth:`_check_points`)."""
+        return set(self._done)
+
+    def _check_points(self) -> set[str]:
+        """Read every point file whole once: one that cannot be read (a truncated copy, a disk
+        that filled up, an edit) or does not hold its key's one row is set aside
+        (:meth:`_set_aside`) and is not done, so the sweep runs it again. Files found whole are
+        remembered in ``_checked-points.json`` by (size, mtime, ctime, inode), as trace hashes
+        are, and not read again while these stay the same (a point is never rewritten in place;
+        any write changes the ctime). Returns the keys done."""
+        checked = self._load_json(CHECKED)
+        keys: set[str] = set()
+        now: dict[str, list[int]] = {}
+        for n in sorted(os.listdir(self.root)):
+            if not (m := POINT_RE.match(n)):
+                continue
+            path = os.path.join(self.root, n)
+            try:
+                st = file_stat_key(path)
+                why = None if checked.get(n) == st else _unusable_point(path, m.group(1))
+            except FileNotFoundError:  # set aside by a sweep running beside this one
+                continue
+            if why is not None:
+                self._set_aside(n, m.group(1), why)
+                continue
+            keys.add(m.group(1))
+            now[n] = st
+        if now != checked:
+            _write_atomic(os.path.join(self.root, CHECKED), (canonical(now) + "\n").encode())
+        return keys
+
+    def _set_aside(self, name: str, key: str | None, why: str) -> None:
+        """Move ``name`` to ``_damaged/`` (kept for inspection, out of the dataset's way)."""
+        d = os.path.join(self.root, DAMAGED)
+        os.makedirs(d, exist_ok=True)
+        try:
+            os.replace(os.path.join(self.root, name), os.path.join(d, name))
+        except FileNotFoundError:  # a sweep running beside this one moved it first, and says so
+            return
+        self.damaged.append(Damaged(os.path.join(self.root, name), os.path.join(d, name), key, why))
 
     def _load_schema(self):
+        """The schema file's columns; an unreadable one is set aside and made again from the
+        points' own schemas (the union of their columns)."""
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         p = os.path.join(self.root, SCHEMA_FILE)
-        return pq.read_schema(p) if os.path.exists(p) else None
+        if not os.path.exists(p):
+            return None
+        try:
+            return pq.read_schema(p)
+        except PermissionError:
+            raise
+        except (pa.ArrowException, OSError):
+            self._set_aside(SCHEMA_FILE, None, UNREADABLE)
+        if not self._done:
+            return None
+        fields: list = []
+        have: set[str] = set()
+        for key in sorted(self._done):
+            sch = pq.read_schema(os.path.join(self.root, f"point-{key}.parquet"))
+            fields += [f for f in sch if f.name not in have]
+            have |= {f.name for f in sch}
+        merged = pa.schema(fields)
+        self._write_table(merged.empty_table(), SCHEMA_FILE)
+        return merged
 
     def write(self, key: str, row: dict[str, Any]) -> None:
         """Write one finished point: merge its columns into the schema file first (so a kill
@@ -216,6 +290,45 @@ class Results:
         finally:
             os.close(fd)
         os.replace(tmp, final)
+
+
+def _unusable_point(path: str, key: str) -> str | None:
+    """Why the point file ``path`` cannot be used, or None when it reads whole as one row of
+    ``key``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        with pq.ParquetFile(path) as f:
+            t = f.read(use_threads=False)
+    except (PermissionError, FileNotFoundError):
+        raise
+    except (pa.ArrowException, OSError):
+        return UNREADABLE
+    if t.num_rows != 1 or "key" not in t.column_names or t.column("key")[0].as_py() != key:
+        return "not the one row of its key"
+    return None
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A file of the results directory that could not be used, and where it went."""
+
+    path: str
+    moved_to: str
+    #: The point's key (None: the schema file).
+    key: str | None
+    why: str
+
+    def message(self, in_sweep: bool) -> str:
+        """One sentence for stderr."""
+        if self.key is None:
+            return (
+                f"sweep schema file {self.path} is {self.why}; moved it to {self.moved_to} and "
+                "made it again from the points' columns"
+            )
+        then = "running it again" if in_sweep else "it is not a point of this sweep, so it is not run again"
+        return f"sweep point {self.path} is {self.why}; moved it to {self.moved_to}, {then}"
 
 
 def row_schema(row: dict[str, Any]):
