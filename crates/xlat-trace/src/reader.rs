@@ -2,8 +2,9 @@
 
 use crate::error::{Error, Result};
 use crate::event::Batch;
+use crate::event::SideEvent;
 use crate::event_source::EventSource;
-use crate::format::{self, Footer, Header, ThreadSpan};
+use crate::format::{self, Footer, Header, ThreadSpan, ThreadTotals};
 use crate::input::read_full;
 use std::collections::HashMap;
 use std::fs::File;
@@ -32,6 +33,9 @@ pub struct TraceReader<R: Read> {
     /// the block just decoded (instruction counts must not go back from block to block).
     last_icount: HashMap<u32, u64>,
     spans: Vec<ThreadSpan>,
+    /// Per thread with an access or a side event in the blocks read so far: its accesses and
+    /// largest instruction count, the end record's per-thread figures.
+    held: HashMap<u32, ThreadTotals>,
 }
 
 impl TraceReader<BufReader<File>> {
@@ -94,10 +98,10 @@ impl<R: Read> TraceReader<R> {
         if crc32fast::hash(&json) != crc {
             return Err(Error::Corrupt { what: name, offset: 16, detail: "header checksum does not match".into() });
         }
-        let header: Header = serde_json::from_slice(&json).map_err(|e| Error::Corrupt {
+        let header = Header::from_json(&json, true).map_err(|detail| Error::Corrupt {
             what: name.clone(),
             offset: 16,
-            detail: format!("header JSON is invalid ({e})"),
+            detail,
         })?;
         Ok(TraceReader {
             input,
@@ -114,6 +118,7 @@ impl<R: Read> TraceReader<R> {
             minor,
             last_icount: HashMap::new(),
             spans: Vec::new(),
+            held: HashMap::new(),
         })
     }
 
@@ -160,7 +165,7 @@ impl<R: Read> TraceReader<R> {
     /// rule the writer and the text reader enforce).
     fn check_spans(&mut self, at: u64) -> Result<()> {
         for k in 0..self.spans.len() {
-            let ThreadSpan { tid, first, last } = self.spans[k];
+            let ThreadSpan { tid, first, last, .. } = self.spans[k];
             let prev = self.last_icount.get(&tid).copied();
             if last < first || prev.is_some_and(|p| first < p) {
                 let from = if last < first { first } else { prev.unwrap_or(0) };
@@ -172,6 +177,51 @@ impl<R: Read> TraceReader<R> {
             self.last_icount.insert(tid, last);
         }
         Ok(())
+    }
+
+    /// Add a block's threads (its spans and side events `side`) to the per-thread totals: a
+    /// lookup per thread and per run of side events of one thread, not per access. A thread's
+    /// accesses do not go back in instruction count (checked), so its largest access count is
+    /// its last.
+    fn tally(&mut self, side: &[SideEvent]) {
+        let held = &mut self.held;
+        let mut add = |tid: u32, accesses: u64, icount: u64| {
+            let t = held.entry(tid).or_insert_with(|| ThreadTotals { tid, ..ThreadTotals::default() });
+            t.accesses += accesses;
+            t.instructions = t.instructions.max(icount);
+        };
+        for s in self.spans.iter().filter(|s| s.accesses > 0) {
+            add(s.tid, s.accesses, s.last);
+        }
+        for run in side.chunk_by(|a, b| a.tid == b.tid) {
+            add(run[0].tid, 0, run.iter().map(|s| s.icount).max().unwrap_or(0));
+        }
+    }
+
+    /// Check every figure of the end record against the blocks read: why it disagrees, in one
+    /// sentence, or `None`.
+    fn footer_disagreement(&self, footer: &Footer) -> Option<String> {
+        if footer.blocks != self.blocks {
+            return Some(format!(
+                "the end record counts {} blocks but {} precede it (blocks were dropped or repeated)",
+                footer.blocks, self.blocks
+            ));
+        }
+        if footer.accesses != self.accesses {
+            return Some(format!(
+                "the end record counts {} accesses but the blocks before it hold {}",
+                footer.accesses, self.accesses
+            ));
+        }
+        if footer.side_events != self.side_events {
+            return Some(format!(
+                "the end record counts {} side events but the blocks before it hold {}",
+                footer.side_events, self.side_events
+            ));
+        }
+        let mut held: Vec<ThreadTotals> = self.held.values().cloned().collect();
+        held.sort_by_key(|t| t.tid);
+        format::threads_disagreement("the end record", &footer.threads, &held)
     }
 
     fn truncated(&self) -> Error {
@@ -235,6 +285,7 @@ impl<R: Read> TraceReader<R> {
                 }
                 self.raw.clear();
                 self.raw.reserve(raw_len);
+                let side_from = batch.side.len();
                 match self.decompressor.decompress_to_buffer(&self.comp, &mut self.raw) {
                     Ok(k) if k == raw_len => {}
                     Ok(_) => return Err(self.corrupt(at, "block decompresses to the wrong size")),
@@ -246,6 +297,7 @@ impl<R: Read> TraceReader<R> {
                     return Err(self.corrupt(at, "block frame counts disagree with its contents"));
                 }
                 self.check_spans(at)?;
+                self.tally(&batch.side[side_from..]);
                 self.offset += 1 + head as u64 + comp_len as u64;
                 self.accesses += n as u64;
                 self.side_events += s as u64;
@@ -275,17 +327,8 @@ impl<R: Read> TraceReader<R> {
                 }
                 let footer: Footer = serde_json::from_slice(&json)
                     .map_err(|e| self.corrupt(at, format!("end record JSON is invalid ({e})")))?;
-                if footer.blocks != self.blocks {
-                    return Err(self.corrupt(
-                        at,
-                        format!(
-                            "the end record counts {} blocks but {} precede it (blocks were dropped or repeated)",
-                            footer.blocks, self.blocks
-                        ),
-                    ));
-                }
-                if footer.accesses != self.accesses || footer.side_events != self.side_events {
-                    return Err(self.corrupt(at, "end record totals disagree with the blocks read"));
+                if let Some(detail) = self.footer_disagreement(&footer) {
+                    return Err(self.corrupt(at, detail));
                 }
                 self.offset += 1 + 4 + len as u64 + 12;
                 let mut extra = [0u8; 1];

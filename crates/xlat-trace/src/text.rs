@@ -15,7 +15,7 @@
 use crate::error::{Error, Result};
 use crate::event::{Access, Batch, Event, Marker, SideBody, Syscall, SyscallKind};
 use crate::event_source::{EventSource, WORKLOAD_BATCH};
-use crate::format::{kind_from_letter, Header, ThreadTotals};
+use crate::format::{kind_from_letter, threads_disagreement, Header, ThreadTotals, FORMAT_NAME};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::File;
@@ -123,9 +123,12 @@ pub fn is_text_path(p: &str) -> bool {
     p.ends_with(".txt") || p.ends_with(".xlat.txt") || p == "-"
 }
 
+/// Write the first two lines. The header's `format` is written as [`FORMAT_NAME`], whatever
+/// `h` holds (readers refuse any other).
 pub fn write_header<W: Write>(out: &mut W, h: &Header) -> std::io::Result<()> {
     writeln!(out, "{TEXT_MAGIC}")?;
-    writeln!(out, "#header {}", serde_json::to_string(h).expect("header serialises"))
+    let h = Header { format: FORMAT_NAME.to_string(), ..h.clone() };
+    writeln!(out, "#header {}", serde_json::to_string(&h).expect("header serialises"))
 }
 
 pub fn write_event<W: Write>(out: &mut W, e: &Event) -> std::io::Result<()> {
@@ -277,7 +280,8 @@ impl TextSource {
         let second = s.read_line()?.unwrap_or_default();
         let json =
             second.strip_prefix("#header ").ok_or_else(|| s.err("the second line must be '#header {...}'".into()))?;
-        s.header = serde_json::from_str(json).map_err(|e| s.err(format!("header JSON is invalid ({e})")))?;
+        // A hand-written header may leave `format` out; if it names one, it is ours.
+        s.header = Header::from_json(json.as_bytes(), false).map_err(|detail| s.err(detail))?;
         Ok(s)
     }
 
@@ -298,8 +302,8 @@ impl TextSource {
                 end.accesses, end.side_events, got.accesses, got.side_events
             )));
         }
-        if end.threads != got.threads {
-            return Err(self.err("the end line's per-thread totals disagree with the events before it".into()));
+        if let Some(detail) = threads_disagreement("the end line", &end.threads, &got.threads) {
+            return Err(self.err(detail));
         }
         self.ended = true;
         Ok(())

@@ -63,10 +63,9 @@ impl<W: Write> TraceWriter<W> {
                 format::VERSION_MINOR
             )));
         }
-        let mut h = header.clone();
-        if h.format.is_empty() {
-            h.format = "xlat-trace".into();
-        }
+        // The format this writer writes, whatever the caller's header says (readers refuse
+        // any other).
+        let h = Header { format: format::FORMAT_NAME.to_string(), ..header.clone() };
         let json = serde_json::to_vec(&h).expect("header serialises");
         let mut head = Vec::with_capacity(json.len() + 24);
         head.extend_from_slice(format::MAGIC);

@@ -2,6 +2,7 @@
 //! a module; `cargo test --release -p xlat-trace --test integration NAME::` runs one file's tests.
 
 mod blocks;
+mod footer;
 mod format;
 mod info;
 mod invariants;

@@ -144,12 +144,13 @@ fn sizes_from_meta(out: &mut [MaybeUninit<u16>], m: &[u8]) {
 }
 
 /// One thread's part of a block: the instruction counts it starts at (its thread record's) and
-/// ends at (its last access's, or the start without accesses).
+/// ends at (its last access's, or the start without accesses), and its number of accesses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ThreadSpan {
     pub tid: u32,
     pub first: u64,
     pub last: u64,
+    pub accesses: u64,
 }
 
 /// Decode one uncompressed block payload, appending its events to `batch`.
@@ -158,9 +159,10 @@ pub fn decode_block(buf: &[u8], batch: &mut Batch) -> Result<(usize, usize), Str
     decode_block_spans(buf, batch, &mut Vec::new())
 }
 
-/// [`decode_block`], also setting `spans` to each thread's instruction counts in the block (in
-/// order of first appearance), so that a reader checks that they do not go back from one
-/// block to the next at a cost per thread, not per access.
+/// [`decode_block`], also setting `spans` to each thread's instruction counts and number of
+/// accesses in the block (in order of first appearance), so that a reader checks that counts do
+/// not go back from one block to the next, and the end record's per-thread totals, at a cost
+/// per thread and run of accesses, not per access.
 pub fn decode_block_spans(
     buf: &[u8],
     batch: &mut Batch,
@@ -248,6 +250,11 @@ pub fn decode_block_spans(
                         return Err(format!("repeat record at access {i} is malformed"));
                     }
                     repeat(batch, base + i, period, len);
+                    // The repeated accesses are the current thread's (those `period` before
+                    // them lie in the current segment, which holds accesses, so there is one).
+                    if let Some(t) = cur {
+                        spans[t].accesses += len as u64;
+                    }
                     i += len;
                     // SAFETY: access i - 1 was just written.
                     (st.addr, st.icount) =
@@ -268,7 +275,7 @@ pub fn decode_block_spans(
                             let addr = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))?;
                             let icount = varint::get(side_col, &mut p).ok_or_else(|| bad("side-event"))?;
                             threads.push(ThreadState { tid, addr, icount });
-                            spans.push(ThreadSpan { tid, first: icount, last: icount });
+                            spans.push(ThreadSpan { tid, first: icount, last: icount, accesses: 0 });
                             threads.len() - 1
                         }
                         _ => return Err(format!("thread record for thread {tid} disagrees with the threads seen")),
@@ -344,6 +351,10 @@ pub fn decode_block_spans(
         }
         st.addr = addr;
         st.icount = icount;
+        // `spans` and `threads` are in the same order. (k > 0 only with a current thread.)
+        if let Some(t) = cur {
+            spans[t].accesses += k as u64;
+        }
         i = next_pos;
         c += k;
         if i >= n && pside >= side_col.len() {

@@ -18,7 +18,8 @@ pub mod header;
 pub use block::{MAX_REPEAT_PERIOD, MIN_REPEAT};
 pub use decode::{decode_block, decode_block_spans, ThreadSpan};
 pub use encode::BlockEncoder;
+pub(crate) use header::threads_disagreement;
 pub use header::{
-    kind_from_letter, Footer, Header, ThreadTotals, END_MAGIC, MAGIC, MAX_BLOCK_ACCESSES, MAX_BLOCK_RAW, SEQ_MINOR,
-    TAG_BLOCK, TAG_END, VERSION_MAJOR, VERSION_MINOR,
+    kind_from_letter, Footer, Header, ThreadTotals, END_MAGIC, FORMAT_NAME, MAGIC, MAX_BLOCK_ACCESSES, MAX_BLOCK_RAW,
+    SEQ_MINOR, TAG_BLOCK, TAG_END, VERSION_MAJOR, VERSION_MINOR,
 };
