@@ -225,3 +225,19 @@ def test_a_long_silent_run_says_something(capsys):
         pass
     time.sleep(0.7)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "sentence"),
+    [
+        (["mrc", "--sets", ""], "--sets needs at least one number of sets"),
+        (["rainbow", "--configs", ""], "--configs needs at least one configuration"),
+        (["rmm", "--designs", ""], "--designs needs at least one design"),
+        (["fidelity", "--granularities", ""], "--granularities needs at least one granularity"),
+        (["sim", "--policies", ""], "--policies needs at least one page policy"),
+    ],
+)
+def test_an_option_given_an_empty_list_is_refused_not_taken_for_the_default(args, sentence):
+    # Issue 38, item 10: `--designs ''` and the like ran the defaults without a word.
+    w = "workload:stream?size=16MiB&accesses=1000"
+    one_sentence_error(run_xlat(args[0], w, *args[1:], check=False), sentence)

@@ -50,6 +50,23 @@ def add_progress_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
 
 
+def name_list(text: str | None, option: str, what: str) -> list[str] | None:
+    """The comma-separated names of ``option`` (None when not given); an option given with no
+    name (``--designs ''``) is refused, not taken for the default."""
+    if text is None:
+        return None
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise CliError(f"{option} needs at least one {what}")
+    return names
+
+
+def not_empty(values: list | None, option: str, what: str) -> None:
+    """Refuse ``option`` given with an empty list (``--sets ''``): no value, not the default."""
+    if values is not None and not values:
+        raise CliError(f"{option} needs at least one {what}")
+
+
 def int_list(text: str) -> list[int]:
     """An argparse type: comma-separated integers (``_`` allowed as a digit separator)."""
     try:

@@ -9,7 +9,7 @@ import shutil
 import sys
 from typing import Any
 
-from xlat.cli.common import CliError, grid, int_arg, int_list, progress, table
+from xlat.cli.common import CliError, grid, int_arg, int_list, not_empty, progress, table
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 
@@ -138,6 +138,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
             import matplotlib  # noqa: F401
         except ImportError:
             raise CliError("--plot needs matplotlib (pip install 'xlat[experiment]')") from None
+    not_empty(args.granularities, "--granularities", "granularity (bits per 2MB page: 1, 2, 4, ..., 512)")
     epoch = DEFAULT_EPOCH if args.epoch is None else args.epoch
     r = analyze(
         args.trace[0],

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from xlat.cli.common import CliError, grid, int_arg, int_list, progress
+from xlat.cli.common import CliError, grid, int_arg, int_list, not_empty, progress
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 from xlat.cli.numfmt import count, ratio
 
@@ -70,6 +70,7 @@ def cmd_mrc(args: argparse.Namespace) -> int:
     if args.cpu and args.config:
         raise CliError("give at most one of --cpu and --config")
     sizes = None if args.page_sizes is None else _sizes(args.page_sizes)  # '' is no size, not all
+    not_empty(args.sets, "--sets", "number of sets (1 for fully associative)")
     r = mrc(
         args.trace,
         cpu=args.cpu,

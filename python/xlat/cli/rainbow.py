@@ -8,7 +8,7 @@ import argparse
 import sys
 from typing import Any
 
-from xlat.cli.common import CliError, grid, human_bytes, progress
+from xlat.cli.common import CliError, grid, human_bytes, name_list, progress
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 
@@ -71,9 +71,8 @@ def cmd_rainbow(args: argparse.Namespace) -> int:
     from xlat import rainbow
 
     take_positional(args, "trace", "TRACE_OR_WORKLOAD")
-    configs = (
-        tuple(c.strip() for c in args.configs.split(",") if c.strip()) if args.configs else rainbow.CONFIGS
-    )
+    named = name_list(args.configs, "--configs", f"configuration ({', '.join(rainbow.CONFIGS)})")
+    configs = rainbow.CONFIGS if named is None else tuple(named)
     unknown = [c for c in configs if c not in rainbow.CONFIGS]
     if unknown:
         raise CliError(f"unknown configuration '{unknown[0]}' (known: {', '.join(rainbow.CONFIGS)})")

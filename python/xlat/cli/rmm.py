@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from xlat.cli.common import CliError, progress
+from xlat.cli.common import CliError, name_list, progress
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 
@@ -56,7 +56,8 @@ def cmd_rmm(args: argparse.Namespace) -> int:
     from xlat.rmm import DESIGNS, evaluate
 
     take_positional(args, "trace", "TRACE_OR_WORKLOAD")
-    designs = tuple(d.strip() for d in args.designs.split(",") if d.strip()) if args.designs else DESIGNS
+    named = name_list(args.designs, "--designs", "design (4KB, THP, RMM, ...)")
+    designs = DESIGNS if named is None else tuple(named)
     if args.threshold < 1:
         raise CliError(f"--threshold must be at least 1 page, not {args.threshold}")
     ev = evaluate(

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from xlat.cli.common import CliError, progress
+from xlat.cli.common import CliError, name_list, progress
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 from xlat.cli.notice import still_running
 from xlat.cli.numfmt import LEGEND, count, ratio, share
@@ -21,7 +21,7 @@ def sim_runs(args: argparse.Namespace) -> list:
     bases = [("cpu", c) for c in (args.cpu or [])] + [("config", c) for c in (args.config or [])]
     if not bases:
         bases = [("cpu", "skylake")]
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies else []
+    policies = name_list(args.policies, "--policies", "page policy (4k, thp)") or []
     for p in policies:
         if p not in ("4k", "thp"):
             raise CliError(f"--policies takes 4k and thp (mosaic comes from --layout), not '{p}'")
