@@ -580,3 +580,35 @@ def test_library_validates_its_environment_again(lib):
     env["XLAT_MOSAIC_HEAP"] = f"{GIB} {MIB}:{2 * MIB}:{2 * MIB}"
     r = subprocess.run(["true"], env=env, capture_output=True, text=True)
     assert r.returncode == 127 and "not a positive multiple of its page size" in _sentence(r.stderr)
+
+
+def test_a_pool_larger_than_ulimit_v_says_so():
+    # Issue 38, item 10: under `ulimit -v` the library said only "could not reserve address
+    # space for the heap pool". The default heap pool is 32 GiB; a 3 GiB limit cannot hold it.
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xlat.mosaic",
+            "run",
+            "--layout",
+            str(LAYOUTS / "all-4KB.toml"),
+            "--",
+            "/bin/true",
+        ],
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        timeout=60,
+    )
+    assert p.returncode == 127, p.stderr
+    assert p.stderr.strip() == (
+        "xlat-mosaic: could not reserve address space for the heap pool: it needs 32768 MiB of address "
+        "space (plus 1 GiB to align it) and `ulimit -v` (RLIMIT_AS) allows 3072 MiB in all; raise the "
+        "limit or make the pool smaller."
+    )

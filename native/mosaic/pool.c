@@ -18,6 +18,8 @@
  * DONTNEED would split a transparent huge page or give a hugetlb page back), so that the next
  * anonymous mapping sees zero-filled memory exactly as from the kernel; madvise(MADV_DONTNEED) on
  * pool memory does the same (advise.c). */
+#include <stdio.h>
+#include <sys/resource.h>
 #include <errno.h>
 #include <linux/mman.h>
 #include <string.h>
@@ -281,7 +283,19 @@ void mos_release(mos_pool_t *p, uintptr_t a, uintptr_t b) {
 static void map_pool(mos_config_t *cfg, mos_pool_t *p) {
   size_t slack = MOS_GiB;
   void *r = mos_os_mmap(NULL, p->size + slack, PROT_NONE, ANON_FLAGS, -1, 0);
-  if (r == MAP_FAILED) mos_fatal("could not reserve address space for the ", p->name, " pool.");
+  if (r == MAP_FAILED) {
+    /* Under `ulimit -v` (RLIMIT_AS) say so: the message alone names no cause. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+      static char why[200];
+      snprintf(why, sizeof why,
+               " pool: it needs %lu MiB of address space (plus 1 GiB to align it) and `ulimit -v` (RLIMIT_AS) "
+               "allows %lu MiB in all; raise the limit or make the pool smaller.",
+               (unsigned long)(p->size >> 20), (unsigned long)(rl.rlim_cur >> 20));
+      mos_fatal("could not reserve address space for the ", p->name, why);
+    }
+    mos_fatal("could not reserve address space for the ", p->name, " pool.");
+  }
   uintptr_t start = mos_up((uintptr_t)r, MOS_GiB);
   if (start > (uintptr_t)r) mos_os_munmap(r, start - (uintptr_t)r);
   uintptr_t rend = (uintptr_t)r + p->size + slack;
