@@ -392,3 +392,24 @@ def test_every_pass_reads_the_whole_trace_and_threads_may_share_it(small_trace):
     with ThreadPoolExecutor(4) as ex:
         got = list(ex.map(count, range(4)))
     assert got[0][0] > 4 and got == [got[0]] * 4 and got[0][1] == 1_000_000
+
+
+def test_a_write_that_fails_names_the_file(tmp_path):
+    # Issue 38, item 10: convert's disk-full error said only "I/O error: No space left on
+    # device". A file-size limit fails the writes the same way (EFBIG instead of ENOSPC).
+    import resource
+    import signal
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    out = tmp_path / "g.xlat"
+    p = subprocess.run(
+        [sys.executable, "-m", "xlat", "convert", "workload:gups?size=16MiB&accesses=200000", str(out)],
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+    )
+    one_sentence_error(p, f"{out}.partial: File too large")
+    assert not out.exists() and not (tmp_path / "g.xlat.partial").exists()

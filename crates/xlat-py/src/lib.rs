@@ -210,27 +210,33 @@ fn convert(py: Python<'_>, spec: &str, out: &str, level: i32, progress: bool, mi
     py.allow_threads(move || -> xlat_trace::Result<String> {
         let tmp = format!("{out}.partial");
         let io = |e: std::io::Error| Error::Io { path: tmp.clone().into(), source: e };
+        // A write that fails (a full disk) names the file being written.
+        let wio = |e: Error| match e {
+            Error::RawIo(source) => Error::Io { path: tmp.clone().into(), source },
+            e => e,
+        };
         let file = File::create(&tmp).map_err(io)?;
         let result = (|| -> xlat_trace::Result<serde_json::Value> {
             let bar = Progress::new(progress, src.as_ref(), "converting");
             let mut b = Batch::default();
             if text::is_text_path(&out) {
-                let mut w = text::TextWriter::new(BufWriter::with_capacity(1 << 20, file), src.header())?;
+                let mut w = text::TextWriter::new(BufWriter::with_capacity(1 << 20, file), src.header()).map_err(wio)?;
                 while src.next_batch(&mut b)? {
-                    w.write_batch(&b)?;
+                    w.write_batch(&b).map_err(wio)?;
                     bar.update(src.as_ref());
                 }
                 let n = w.accesses();
-                w.finish()?.flush().map_err(io)?;
+                w.finish().map_err(wio)?.flush().map_err(io)?;
                 Ok(serde_json::json!({"accesses": n, "format": "text"}))
             } else {
                 let mut w =
-                    TraceWriter::with_options(BufWriter::with_capacity(1 << 20, file), src.header(), level, minor)?;
+                    TraceWriter::with_options(BufWriter::with_capacity(1 << 20, file), src.header(), level, minor)
+                        .map_err(wio)?;
                 while src.next_batch(&mut b)? {
-                    w.write_batch(&b)?;
+                    w.write_batch(&b).map_err(wio)?;
                     bar.update(src.as_ref());
                 }
-                let (mut f, footer) = w.finish()?;
+                let (mut f, footer) = w.finish().map_err(wio)?;
                 f.flush().map_err(io)?;
                 Ok(serde_json::json!({"accesses": footer.accesses, "side_events": footer.side_events, "format": "xlat"}))
             }
