@@ -345,20 +345,26 @@ def test_bash_script_every_process_verified(layout_name, lib, hugepages, tmp_pat
     assert f"verdict: layout honoured in all {len(reports)} processes" in text
 
 
-def test_failed_child_is_never_reported_as_honoured(lib, tmp_path):
-    """The program exits 0 but one child exits 1 and another is killed by SIGBUS: each is named,
-    the verdict is "run FAILED" and the status 3, never "layout honoured"."""
+def test_a_childs_exit_status_is_its_own_and_a_killed_one_is_not_verified(lib, tmp_path):
+    """The program exits 0; one child exits 2 (its own business: its pages are checked and
+    honoured) and another is killed by a signal before its exit report (not verified, named).
+    Issue 38, item 8: this was "run FAILED" with status 3; the status is the program's, as `time`
+    and `strace` give it, and the verdict is the layout's."""
     argv = ["bash", "-c", "ls /no-such-dir-xlat 2>/dev/null; sh -c 'kill -BUS $$'; echo done"]
     rc, out, text, reports = _mosaic(load_layout(LAYOUTS / "all-4KB.toml"), "hugetlb", argv, tmp_path)
     assert out == b"done\n"
-    assert rc == mosaic.EXIT_NOT_HONOURED, text
+    assert rc == 0, text
     by_name = {Path(r.exe).name: r for r in reports}
     assert by_name["bash"].ending == "exit status 0" and not by_name["bash"].failed
-    assert by_name["ls"].failed and by_name["ls"].ending == "exit status 2"
-    assert by_name["dash"].failed and by_name["dash"].ending == "ended without an exit report"
-    last = text.splitlines()[-1]
-    assert last.startswith("xlat verify: 3 processes: verdict: run FAILED: 2 of 3 processes failed"), last
-    assert "verdict: layout honoured" not in text
+    assert by_name["ls"].failed and by_name["ls"].ending == "exit status 2" and by_name["ls"].honoured
+    dash = by_name["dash"]
+    assert dash.failed and dash.ending == "ended without an exit report" and not dash.verified
+    assert text.splitlines()[-1] == (
+        f"xlat verify: 3 processes: verdict: layout honoured in 2 of 3 processes, not verified in 1 "
+        f"(pid {dash.pid} (dash): ended without an exit report); 1 of 3 processes ended otherwise than "
+        f"with exit status 0 (pid {by_name['ls'].pid} (ls): exit status 2)"
+    )
+    assert "layout honoured in all" not in text
 
 
 def test_exec_of_a_program_without_the_library_is_named(lib, tmp_path):
@@ -399,9 +405,10 @@ def test_child_stopped_by_the_library_is_reported(lib, hugepages, tmp_path):
         "stopped before it ran: too few free 2MB huge pages to back a window of the heap pool "
         "(run `xlat hugepages reserve` or pass --best-effort)"
     )
+    assert not cat.honoured and cat.verified, "it ran without its layout"
     assert text.splitlines()[-1] == (
-        f"xlat verify: 2 processes: verdict: run FAILED: 1 of 2 processes failed (pid {cat.pid} (cat): "
-        f"{cat.ending})"
+        f"xlat verify: 2 processes: verdict: layout NOT honoured in 1 of 2 processes (pid {cat.pid}); "
+        f"1 of 2 processes ended otherwise than with exit status 0 (pid {cat.pid} (cat): {cat.ending})"
     )
 
 
@@ -433,8 +440,8 @@ def _every_free_page(tmp_path) -> tuple[int, Path]:
 
 def test_fork_without_spare_huge_pages_is_explained_and_not_honoured(lib, hugepages, tmp_path):
     """A layout that takes every free 2MB huge page: xlat says so in one sentence before the
-    program starts; the forked child, which has no page for its copy-on-write, dies, and the run is
-    reported as failed, never "honoured"."""
+    program starts; the forked child, which has no page for its copy-on-write, dies before its
+    exit report: not verified, named, never "honoured in all"; the status is the program's."""
     avail, path = _every_free_page(tmp_path)
     r = subprocess.run(
         [
@@ -454,7 +461,7 @@ def test_fork_without_spare_huge_pages_is_explained_and_not_honoured(lib, hugepa
         text=True,
     )
     assert r.stdout == "child failed\n"
-    assert r.returncode == mosaic.EXIT_NOT_HONOURED, r.stderr
+    assert r.returncode == 0, r.stderr
     lines = r.stderr.splitlines()
     assert lines[0] == (
         f"xlat: note: the layout takes {avail} of the {avail} free 2MB huge pages, so a forked child that "
@@ -462,8 +469,9 @@ def test_fork_without_spare_huge_pages_is_explained_and_not_honoured(lib, hugepa
         f"used up (each copy-on-write takes one), and an exec'd child needs {avail} more; "
         f"`xlat hugepages reserve {avail}` makes room for one such child."
     )
-    assert "verdict: layout honoured" not in r.stderr
-    assert "verdict: run FAILED: 1 of 2 processes failed" in lines[-1], r.stderr
+    assert "layout honoured in all" not in r.stderr
+    assert "verdict: layout honoured in 1 of 2 processes, not verified in 1 (pid " in lines[-1], r.stderr
+    assert lines[-1].endswith("ended without an exit report)"), r.stderr
 
 
 # ---- redis-server driven by redis-benchmark ----------------------------------------------------------

@@ -147,8 +147,12 @@ class VerifyReport:
     #: how the process ended, one phrase ("exit status 0", "killed by signal 7 (SIGBUS)", ...)
     ending: str = ""
     #: True if the process did not end with status 0 (including killed, stopped by the library,
-    #: or ended without an exit report); False if it exited with 0 or is still running
+    #: or ended without an exit report); False if it exited with 0 or is still running. The
+    #: process's own business: the layout's verdict is ``honoured``/``verified``.
     failed: bool = False
+    #: False when the process left no pages to check (killed before its exit report: a pipeline's
+    #: writer by SIGPIPE, say); its layout is then neither honoured nor refuted
+    verified: bool = True
     #: thp mode: the kernel's 2MB-to-4KB fault fallbacks during the run (machine-wide, from
     #: /proc/vmstat; None if not measured): why a THP window can end up partly on 4KB pages
     thp_fallbacks: int | None = None
@@ -202,14 +206,14 @@ class VerifyReport:
             )
         head = "  verdict: " if verdict else "  result: "
         held = "pages as laid out" if self.honoured else "layout NOT honoured"
-        if not self.checks and not self.problems:
+        if not self.verified:
+            held = "layout not verified (no exit report)"
+        elif not self.checks and not self.problems:
             held = "no pages to check"
-        if self.failed:
-            lines.append(f"{head}process FAILED ({self.ending}); {held}")
-        elif verdict and self.honoured:
-            lines.append(f"{head}layout honoured")
-        else:
-            lines.append(head + held)
+        if verdict and self.honoured:
+            held = "layout honoured"
+        # The layout's verdict first, then how the process ended (its own business).
+        lines.append(f"{head}{held}" + (f" ({self.ending})" if self.failed else ""))
         return "\n".join(lines) + "\n"
 
 
@@ -331,32 +335,44 @@ class RunReport:
 
     @property
     def not_honoured(self) -> list[VerifyReport]:
-        return [r for r in self.processes if not r.honoured]
+        """Processes whose pages were checked and did not follow the layout, or that ran without
+        it (stopped by the library, or an exec'd program without it)."""
+        return [r for r in self.processes if r.verified and not r.honoured]
+
+    @property
+    def unverified(self) -> list[VerifyReport]:
+        return [r for r in self.processes if not r.verified]
 
     @property
     def honoured(self) -> bool:
-        """True only if every process exited with status 0 and got its layout."""
-        return not self.failed and not self.not_honoured
+        """The layout's verdict: no process refutes it (processes killed before their exit report
+        are not verified and listed; exit statuses are the processes' own business)."""
+        return not self.not_honoured
 
     def verdict(self) -> str:
         n = len(self.processes)
-        if self.honoured:
-            text = "layout honoured" + (f" in all {n} processes" if n > 1 else "")
+        if self.not_honoured:
+            text = (
+                f"layout NOT honoured in {len(self.not_honoured)} of {n} processes ("
+                + ", ".join(f"pid {r.pid}" for r in self.not_honoured)
+                + ")"
+            )
+        elif self.unverified:
+            k = n - len(self.unverified)
+            text = (
+                f"layout honoured in {k} of {n} processes, not verified in {len(self.unverified)} ("
+                + "; ".join(r.title() for r in self.unverified)
+                + ")"
+            )
         else:
-            parts = []
-            if self.failed:
-                parts.append(
-                    f"run FAILED: {len(self.failed)} of {n} processes failed ("
-                    + "; ".join(r.title() for r in self.failed)
-                    + ")"
-                )
-            if self.not_honoured:
-                parts.append(
-                    f"layout NOT honoured in {len(self.not_honoured)} of {n} processes ("
-                    + ", ".join(f"pid {r.pid}" for r in self.not_honoured)
-                    + ")"
-                )
-            text = "; ".join(parts)
+            text = "layout honoured" + (f" in all {n} processes" if n > 1 else "")
+        others = [r for r in self.failed if r.verified]
+        if others:
+            text += (
+                f"; {len(others)} of {n} processes ended otherwise than with exit status 0 ("
+                + "; ".join(r.title() for r in others)
+                + ")"
+            )
         if self.running:
             text += (
                 f" ({len(self.running)} still running when the program ended, not verified: "
@@ -429,6 +445,10 @@ def verify_run(
                 continue
         if m is not None and m.event in ("fatal", "exec"):
             rep = VerifyReport(pid=pid, mode=mode or m.mode, layout_name=layout.name or layout.source)
+            if m.event == "fatal":
+                rep.problems.append(
+                    f"the library stopped it before it ran: {m.message.rstrip('.') or 'exit status 127'}."
+                )
             if m.event == "exec":
                 rep.problems.append(
                     f"it exec'd {m.target or 'a program'}, which did not load the library (statically "
@@ -448,7 +468,9 @@ def verify_report(report_dir: str | Path, pid: int, layout: Layout, mode: str | 
     d = Path(report_dir)
     mp, sm = d / f"map.{pid}", d / f"smaps.{pid}"
     if not mp.exists() or not sm.exists():
-        rep = VerifyReport(pid=pid, mode=mode or "?", layout_name=layout.name or layout.source)
+        rep = VerifyReport(
+            pid=pid, mode=mode or "?", layout_name=layout.name or layout.source, verified=False
+        )
         rep.problems.append(
             "the process left no smaps snapshot (it did not end with exit(): it was killed by a "
             "signal, exec'd a program that does not load the library, or was not dynamically linked)."
