@@ -9,12 +9,13 @@
  * sizes), except with XLAT_MOSAIC_KEEP_FREED, where it stays populated and holds old data: the
  * caller is told whether what it got is zeroed. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "mosaic.h"
 #include "os.h"
 
-static bool heap_warned;
+static bool heap_warned, align_warned;
 
 /* With the heap locked: take [a, a+size) if it lies in holes, or in a hole that ends at the break
  * and the break beyond it, or at the break itself (or, with `above`, anywhere above it: the gap
@@ -61,10 +62,23 @@ void *mos_heap_take(size_t size, size_t alignment, void *at, bool *zeroed) {
     ok = a && take_at(p, a, size, false, &z);
     if (!ok) ok = take_at(p, a = mos_up(p->brk, alignment), size, true, &z);
   }
-  bool warn = !ok && !at && !heap_warned;
-  if (warn) heap_warned = true;
+  /* Room for the block, but not at its alignment (posix_memalign of 1 GiB in a heap of 1 GiB):
+   * not an exhausted heap, and said so (issue 38). */
+  bool misaligned = !ok && !at && alignment > MOS_PAGE_4K && p->brk + size <= p->start + p->size;
+  bool warn = !ok && !at && !(misaligned ? align_warned : heap_warned);
+  if (warn) *(misaligned ? &align_warned : &heap_warned) = true;
   pthread_mutex_unlock(&p->lock);
-  if (warn) mos_warn("the heap pool is exhausted, so malloc now returns NULL", " (raise [heap] size in the layout)", ".");
+  if (warn && misaligned) {
+    static char why[160];
+    int g = alignment >= MOS_GiB, m = alignment >= (1UL << 20);
+    snprintf(why, sizeof why, " (a block aligned to %lu %s); raise [heap] size in the layout by the alignment.",
+             (unsigned long)(alignment >> (g ? 30 : m ? 20 : 10)), g ? "GiB" : m ? "MiB" : "KiB");
+    mos_warn("the heap pool has room but no address at the alignment asked, so the aligned allocation "
+             "returns NULL",
+             why, "");
+  } else if (warn) {
+    mos_warn("the heap pool is exhausted, so malloc now returns NULL", " (raise [heap] size in the layout)", ".");
+  }
   if (zeroed) *zeroed = z;
   return ok ? (void *)a : NULL;
 }
