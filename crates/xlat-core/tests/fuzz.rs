@@ -322,9 +322,186 @@ fn bytes_target(target: &'static str, lines: bool, exec: fn(&[u8])) {
     check(fuzz(target, seeds(target), mutate, |d: &Vec<u8>| exec(d), |d| d.clone()));
 }
 
+/// Where a trace's records are: the header's JSON (offset, length), each block record's offset,
+/// the end record's offset; `None` for what does not parse as a trace this far.
+struct Records {
+    header: (usize, usize),
+    minor: u16,
+    blocks: Vec<usize>,
+    end: Option<usize>,
+}
+
+fn u32_at(d: &[u8], at: usize) -> Option<usize> {
+    Some(u32::from_le_bytes(d.get(at..at + 4)?.try_into().ok()?) as usize)
+}
+
+fn records(d: &[u8]) -> Option<Records> {
+    let minor = u16::from_le_bytes(d.get(10..12)?.try_into().ok()?);
+    let len = u32_at(d, 12)?;
+    let mut at = 16usize.checked_add(len)?.checked_add(4)?;
+    let seq = if minor >= 2 { 8 } else { 0 };
+    let mut blocks = Vec::new();
+    while d.get(at) == Some(&xlat_trace::format::TAG_BLOCK) {
+        blocks.push(at);
+        at = at.checked_add(1 + seq + 20)?.checked_add(u32_at(d, at + 1 + seq + 12)?)?;
+    }
+    let end = (d.get(at) == Some(&xlat_trace::format::TAG_END)).then_some(at);
+    Some(Records { header: (16, len), minor, blocks, end })
+}
+
+/// An edit of a JSON value that keeps it JSON: a leaf replaced by an edge value (numbers, the
+/// empty string, "x", the format's name, null, an empty array or object), a key removed or
+/// added, an array element removed or repeated.
+fn mutate_json(r: &mut Rng64, v: &mut serde_json::Value) {
+    use serde_json::{json, Value};
+    // A random path down (a JSON pointer), read first, then the value there edited.
+    let mut path = String::new();
+    let mut cur: &Value = v;
+    loop {
+        let step = match cur {
+            Value::Object(m) if !m.is_empty() && r.gen_range(0..3) != 0 => {
+                let k = m.keys().nth(r.gen_range(0..m.len())).unwrap();
+                Some((k.replace('~', "~0").replace('/', "~1"), &m[k]))
+            }
+            Value::Array(a) if !a.is_empty() && r.gen_range(0..3) != 0 => {
+                let i = r.gen_range(0..a.len());
+                Some((i.to_string(), &a[i]))
+            }
+            _ => None,
+        };
+        match step {
+            Some((k, n)) => {
+                path.push('/');
+                path.push_str(&k);
+                cur = n;
+            }
+            None => break,
+        }
+    }
+    let leaves = [
+        json!(0),
+        json!(1),
+        json!(-1),
+        json!(u64::MAX),
+        json!(1u64 << 53),
+        json!(""),
+        json!("x"),
+        json!("xlat-trace"),
+        Value::Null,
+        json!([]),
+        json!({}),
+        json!(1.5),
+    ];
+    let leaf = leaves[r.gen_range(0..leaves.len())].clone();
+    let how = r.gen_range(0..4);
+    let flip = r.gen_bool(0.5);
+    let cur = v.pointer_mut(&path).expect("the path just walked");
+    match cur {
+        Value::Object(m) if how == 0 && !m.is_empty() => {
+            let k = m.keys().next().cloned().unwrap();
+            m.remove(&k);
+        }
+        Value::Object(m) if how == 1 => {
+            m.insert("zz".into(), leaf);
+        }
+        Value::Array(a) if how <= 1 && !a.is_empty() => {
+            if flip {
+                a.pop();
+            } else {
+                let e = a[0].clone();
+                a.push(e);
+            }
+        }
+        Value::Number(n) if how >= 2 && flip => {
+            // Off by one: the edits a tester makes to a footer.
+            let x = n.as_u64().unwrap_or(0);
+            *cur = json!(if how == 2 { x.wrapping_add(1) } else { x.wrapping_sub(1) });
+        }
+        _ => *cur = leaf,
+    }
+}
+
+/// The JSON at `at..at+len` of `d` edited, its length (the u32 before it) and checksum (the u32
+/// after it) recomputed.
+fn edit_json(r: &mut Rng64, d: &mut Vec<u8>, at: usize, len: usize) -> bool {
+    let Some(Ok(mut v)) = d.get(at..at + len).map(serde_json::from_slice::<serde_json::Value>) else { return false };
+    mutate_json(r, &mut v);
+    let json = serde_json::to_vec(&v).unwrap();
+    let mut out = d[..at - 4].to_vec();
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(&json);
+    out.extend_from_slice(&crc32fast::hash(&json).to_le_bytes());
+    out.extend_from_slice(d.get(at + len + 4..).unwrap_or(&[]));
+    *d = out;
+    true
+}
+
+/// Edits a checksum would otherwise catch, made with the checksums and lengths recomputed (issue
+/// 38): the header's or the end record's JSON edited; a block's decompressed contents edited
+/// (bytes flipped or set to edge values) and compressed again. False when `d` does not parse
+/// this far (the byte mutations then apply).
+fn mutate_records(r: &mut Rng64, d: &mut Vec<u8>) -> bool {
+    let Some(rec) = records(d) else { return false };
+    match r.gen_range(0..3) {
+        0 => edit_json(r, d, rec.header.0, rec.header.1),
+        1 => match rec.end {
+            Some(at) => match u32_at(d, at + 1) {
+                Some(len) => edit_json(r, d, at + 5, len),
+                None => false,
+            },
+            None => false,
+        },
+        _ => {
+            if rec.blocks.is_empty() {
+                return false;
+            }
+            let at = rec.blocks[r.gen_range(0..rec.blocks.len())];
+            let seq = if rec.minor >= 2 { 8 } else { 0 };
+            let f = at + 1 + seq; // the five u32: accesses, side events, raw and compressed lengths, crc
+            let (Some(raw_len), Some(comp_len)) = (u32_at(d, f + 8), u32_at(d, f + 12)) else { return false };
+            let Some(comp) = d.get(f + 20..f + 20 + comp_len) else { return false };
+            let Ok(mut raw) = zstd::bulk::decompress(comp, raw_len) else { return false };
+            for _ in 0..r.gen_range(1..=4) {
+                if raw.is_empty() {
+                    break;
+                }
+                let i = r.gen_range(0..raw.len());
+                if r.gen_bool(0.5) {
+                    raw[i] ^= 1 << r.gen_range(0..8);
+                } else {
+                    raw[i] = EDGES[r.gen_range(0..EDGES.len())] as u8;
+                }
+            }
+            let comp2 = zstd::bulk::compress(&raw, 1).unwrap();
+            let mut h = crc32fast::Hasher::new();
+            h.update(&d[at + 1..at + 1 + seq]);
+            h.update(&comp2);
+            let mut out = d[..f + 8].to_vec();
+            out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+            out.extend_from_slice(&(comp2.len() as u32).to_le_bytes());
+            out.extend_from_slice(&h.finalize().to_le_bytes());
+            out.extend_from_slice(&comp2);
+            out.extend_from_slice(&d[f + 20 + comp_len..]);
+            *d = out;
+            true
+        }
+    }
+}
+
 #[test]
 fn fuzz_trace_reader() {
-    bytes_target("trace", false, trace_reader);
+    // A third of the mutations edit records with their checksums and lengths recomputed.
+    let records_edited = std::sync::atomic::AtomicU64::new(0);
+    let mutate = |r: &mut Rng64, m: &mut Vec<u8>, o: &Vec<u8>| {
+        if r.gen_range(0..3) == 0 && mutate_records(r, m) {
+            records_edited.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        } else {
+            mutate_bytes(r, m, o)
+        }
+    };
+    let rep = fuzz("trace", seeds("trace"), mutate, |d: &Vec<u8>| trace_reader(d), |d| d.clone());
+    println!("fuzz trace: {} record edits with checksums recomputed", records_edited.into_inner());
+    check(rep);
 }
 
 #[test]
