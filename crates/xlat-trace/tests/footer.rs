@@ -13,28 +13,7 @@ use xlat_trace::{
 /// The first 20,000 accesses (and 574 syscalls and markers) of a real trace, one thread (15112).
 const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus/trace/dict-lookups-20k.xlat");
 
-/// A file in the temporary directory, removed when dropped (a name of its own: the tests run in
-/// parallel).
-struct TempFile(std::path::PathBuf);
-
-impl TempFile {
-    fn new(name: &str, contents: &[u8]) -> TempFile {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("xlat-footer-{}-{k}-{name}", std::process::id()));
-        std::fs::write(&p, contents).unwrap();
-        TempFile(p)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use crate::TempFile;
 
 /// The byte offset of a trace's end record.
 fn end_at(bytes: &[u8]) -> usize {

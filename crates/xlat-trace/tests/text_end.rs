@@ -2,25 +2,7 @@
 
 use xlat_trace::{info, source, text, Batch, Error, TraceWriter};
 
-/// A file in the temporary directory, removed when dropped.
-struct TempFile(std::path::PathBuf);
-
-impl TempFile {
-    fn new(name: &str, contents: &str) -> TempFile {
-        let p = std::env::temp_dir().join(format!("xlat-text-end-{}-{name}", std::process::id()));
-        std::fs::write(&p, contents).unwrap();
-        TempFile(p)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use crate::TempFile;
 
 fn read_all(spec: &str) -> xlat_trace::Result<Batch> {
     let mut src = source::open(spec)?;
