@@ -30,6 +30,25 @@ macro_rules! miss_cx {
     };
 }
 
+/// What an epoch controller acts on ([`EpochCx`]), from the core's fields (a macro, not a method:
+/// the caller holds a borrow of the controller's slot), `$epoch` the controller's last epoch.
+macro_rules! epoch_cx {
+    ($core:ident, $epoch:expr) => {
+        EpochCx {
+            epoch: $epoch,
+            accesses: $core.accesses,
+            instructions: $core.instructions,
+            walk_cycles: $core.handler.cycles(),
+            mmu: &mut $core.mmu,
+            caches: &mut $core.caches,
+            os: &mut $core.os,
+            inval: &mut $core.inval,
+            backend: &mut $core.backend,
+            observer: &mut $core.obs,
+        }
+    };
+}
+
 /// [`Observed::hint`] of an access no memo entry translated.
 const NO_HINT: u8 = (MEMO_HINTS - 1) as u8;
 use super::shape::{AnyShape, SkylakeShape};
@@ -656,18 +675,7 @@ impl<V: Variant> Core<V> {
     /// Tell the epoch controllers what a syscall is about to invalidate.
     fn invalidating(&mut self) -> Result<(), SimError> {
         for slot in &mut self.epochs.slots {
-            let mut cx = EpochCx {
-                epoch: slot.epochs,
-                accesses: self.accesses,
-                instructions: self.instructions,
-                walk_cycles: self.handler.cycles(),
-                mmu: &mut self.mmu,
-                caches: &mut self.caches,
-                os: &mut self.os,
-                inval: &mut self.inval,
-                backend: &mut self.backend,
-                observer: &mut self.obs,
-            };
+            let mut cx = epoch_cx!(self, slot.epochs);
             slot.c.invalidating(&mut cx)?;
         }
         Ok(())
@@ -775,18 +783,7 @@ impl<V: Variant> Core<V> {
                 self.count_kinds(b, kinds, at);
                 let slot = &mut self.epochs.slots[i];
                 slot.epochs += 1;
-                let mut cx = EpochCx {
-                    epoch: slot.epochs,
-                    accesses: self.accesses,
-                    instructions: self.instructions,
-                    walk_cycles: self.handler.cycles(),
-                    mmu: &mut self.mmu,
-                    caches: &mut self.caches,
-                    os: &mut self.os,
-                    inval: &mut self.inval,
-                    backend: &mut self.backend,
-                    observer: &mut self.obs,
-                };
+                let mut cx = epoch_cx!(self, slot.epochs);
                 slot.c.run(&mut cx)?;
                 self.apply_invalidations();
                 if V::RANGES {
