@@ -30,6 +30,7 @@ pub mod pipeline;
 pub mod presets;
 pub mod sim;
 pub mod stats;
+pub mod time;
 pub mod units;
 
 /// The mosaic layout format (`config::layout`).

@@ -21,4 +21,5 @@ mod regress;
 mod seams;
 mod shapes;
 mod sim;
+mod time;
 mod window;

@@ -14,6 +14,7 @@ mod parse;
 mod prefetch;
 mod prism;
 mod structures;
+mod time;
 
 use crate::array::Replacement;
 pub use crate::units::{PageSize, Size};
@@ -29,6 +30,7 @@ pub use prefetch::{PrefetchKind, TlbPrefetchConfig};
 pub use prism::*;
 use serde::{Deserialize, Serialize};
 pub use structures::*;
+pub use time::{TimeConfig, TimeModel, TimeVariant};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -168,6 +170,10 @@ pub struct Config {
     /// default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hybrid: Option<HybridConfig>,
+    /// The core model of the time estimate (`docs/time-model.md`); the additive model when
+    /// absent or `model = "additive"` (then not serialised).
+    #[serde(default, skip_serializing_if = "TimeConfig::additive")]
+    pub time: Option<TimeConfig>,
     /// The mosaic layout (set by `--layout`; required when `os.policy = "mosaic"`).
     #[serde(default)]
     pub layout: Option<Layout>,
@@ -250,6 +256,10 @@ impl Config {
         }
         if let Some(p) = &self.tlb_prefetch {
             p.validate(c, &self.tlb)?;
+        }
+        if let Some(t) = &self.time {
+            let software = self.mach.is_some() || self.walker.kind != WalkerKind::Radix;
+            t.validate(c, self.sim.data_through_caches, software)?;
         }
         if let Some(h) = &self.hybrid {
             h.validate(c, self.memory.kinds.len(), self.sim.data_through_caches, self.os.policy == Policy::Thp)?;

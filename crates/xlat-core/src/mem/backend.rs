@@ -56,6 +56,12 @@ pub trait Backend: Counters + Send + 'static {
     /// (`out` holds the translation part of the time estimate, `time.*`).
     fn time_model(&self, _instructions: u64, _out: &mut BTreeMap<String, f64>) {}
     fn side(&mut self, _body: &SideBody) {}
+    /// The write-back cycles since the last call (dirty lines that left the last level), for
+    /// the overlap model's write buffer; memories that track no dirty lines have none.
+    #[inline(always)]
+    fn take_writebacks(&mut self) -> u64 {
+        0
+    }
 }
 
 /// How an access was translated, for [`Backend::remap`].

@@ -214,6 +214,11 @@ impl Backend for RainbowMemory {
         self.hybrid.data(pa, write, llc_miss, caches)
     }
 
+    #[inline]
+    fn take_writebacks(&mut self) -> u64 {
+        self.hybrid.take_writebacks()
+    }
+
     /// A superpage walk brings the superpage's bitmap into the bitmap cache ("filled
     /// accompanying with a superpage TLB miss", section III-D): a miss loads it from DRAM.
     #[inline]

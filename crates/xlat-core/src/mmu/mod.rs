@@ -895,6 +895,11 @@ impl Mmu {
         StructStats { accesses, misses: accesses - t.hits, ..t }
     }
 
+    /// The hit latency of level index `l` (the slowest structure's; 0 past the last level).
+    pub fn level_latency(&self, l: usize) -> u64 {
+        self.level_latency.get(l).copied().unwrap_or(0)
+    }
+
     /// Per level index over both roles: (lookups, hits, slowest hit latency), for the derived
     /// figures (MPKI per level, H and the TLB-hit cycles).
     pub fn level_summary(&self) -> Vec<(u64, u64, u64)> {

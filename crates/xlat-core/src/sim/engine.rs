@@ -145,6 +145,43 @@ pub(crate) struct Core<V: Variant> {
     pub(crate) skylake_shape: bool,
     /// Code run after each walk with the MMU and the OS (copies with the staged probe only).
     pub(crate) walk_hooks: Vec<Box<dyn WalkHook>>,
+    /// The overlap time model (`time.model = "overlap"`; with the data caches only), fed one
+    /// event per access from the data access.
+    pub(crate) timing: Option<Box<Timing>>,
+}
+
+/// The overlap model and what the engine tells it per access: the translation's latency (set
+/// on the miss path) and the access's position in instructions.
+pub(crate) struct Timing {
+    pub(crate) model: crate::time::Models,
+    /// The current access's translation cycles and whether it walked (reset at its data access).
+    xlat: u64,
+    walk: bool,
+    /// The L1D hit latency (data cycles beyond it are the event's).
+    l1: u64,
+    /// The current range's instruction counts, the next access's index in it, the global
+    /// instruction count at its start, and whether the range is one thread's.
+    icount: Vec<u64>,
+    k: usize,
+    base: f64,
+    one_thread: bool,
+    /// Instructions per access so far (positions of ranges of several threads).
+    ipa: f64,
+}
+
+impl Timing {
+    /// The position (instructions) of the next access, and move past it.
+    #[inline]
+    fn next_pos(&mut self) -> f64 {
+        let k = self.k;
+        self.k += 1;
+        if self.one_thread {
+            if let (Some(&i), Some(&i0)) = (self.icount.get(k), self.icount.first()) {
+                return self.base + i.saturating_sub(i0) as f64;
+            }
+        }
+        self.base + k as f64 * self.ipa
+    }
 }
 
 impl<V: Variant> Core<V> {
@@ -186,6 +223,20 @@ impl<V: Variant> Core<V> {
             rwalk: RangeWalker::new(cfg.cache.iter().map(|c| c.name.as_str())),
             skylake_shape: false,
             walk_hooks: Vec::new(),
+            timing: match &cfg.time {
+                Some(t) if t.model == crate::config::TimeModel::Overlap => Some(Box::new(Timing {
+                    model: crate::time::Models::new(t, cfg.sim.base_cpi),
+                    xlat: 0,
+                    walk: false,
+                    l1: cfg.cache.first().map_or(0, |c| c.latency),
+                    icount: Vec::new(),
+                    k: 0,
+                    base: 0.0,
+                    one_thread: true,
+                    ipa: 1.0,
+                })),
+                _ => None,
+            },
             cfg: cfg.clone(),
         };
         core.skylake_shape = core.has_shape::<SkylakeShape>();
@@ -264,6 +315,11 @@ impl<V: Variant> Core<V> {
         // (Checked after the probes: with no first-level TLB the probe list is empty too.)
         if !self.mmu.translates(r) {
             self.untranslated += 1;
+            if DATA {
+                if let Some(t) = self.timing.as_mut() {
+                    t.next_pos();
+                }
+            }
             if <V::Observer as AccessObserver>::ACTIVE {
                 let a =
                     Observed { va, page: 0, size: PageSize::Size4K, kind, at: Translated::Untranslated, hint: NO_HINT };
@@ -362,12 +418,28 @@ impl<V: Variant> Core<V> {
             self.backend.data(pa, kind == 1, miss, &self.caches);
         }
         self.data_cycles += lat;
+        if let Some(t) = self.timing.as_mut() {
+            let pos = t.next_pos();
+            let e = crate::time::Event {
+                pos,
+                xlat: std::mem::take(&mut t.xlat),
+                walk: std::mem::take(&mut t.walk),
+                data: lat.saturating_sub(t.l1),
+                kind,
+            };
+            t.model.event(e);
+            let wb = self.backend.take_writebacks();
+            if wb > 0 {
+                t.model.writeback(pos, wb);
+            }
+        }
     }
 
     /// Every first-level TLB missed: the deeper levels, then the miss handler; fill the levels
     /// above the one that translated.
     #[inline(never)]
     fn miss<S: Shape>(&mut self, va: u64, r: usize) -> Result<(u64, PageSize), SimError> {
+        let cycles0 = if self.timing.is_some() { self.handler.cycles() } else { 0 };
         let (upto, pfn, s) = match self.mmu.probe_deep::<S>(r, va, V::RANGES) {
             // A range TLB hit that fills the entry of the page `va` lies in (`fill = "page"`):
             // the OS's page, a 2MB or 1GB one where it maps one.
@@ -407,8 +479,23 @@ impl<V: Variant> Core<V> {
         if <V::Observer as AccessObserver>::ACTIVE || <V::Backend as Backend>::REMAP {
             self.last_at = if upto == self.mmu.levels(r) { Translated::Walk } else { Translated::Level(upto as u8) };
         }
+        if self.timing.is_some() {
+            self.time_miss(r, upto, cycles0);
+        }
         // A page mapped at `s` but held only as smaller (splintered) entries still translates.
         Ok((pfn, s))
+    }
+
+    /// The overlap model: the translation cycles of the access that missed the first level (a
+    /// deeper level's hit latency, or the walk's cycles).
+    #[cold]
+    fn time_miss(&mut self, r: usize, upto: usize, cycles0: u64) {
+        let walked = upto == self.mmu.levels(r);
+        let xlat = if walked { self.handler.cycles() - cycles0 } else { self.mmu.level_latency(upto) };
+        if let Some(t) = self.timing.as_mut() {
+            t.xlat = xlat;
+            t.walk = walked;
+        }
     }
 
     /// After a page walk: if the page lies in a range (the PTE's range bit: the OS has a range
@@ -748,6 +835,16 @@ impl<V: Variant> Core<V> {
     /// The accesses `lo..hi` of `b`, through the loop of this configuration's shape.
     fn run(&mut self, b: &Batch, lo: usize, hi: usize, data: bool) -> Result<(), SimError> {
         let kind = &b.kind[lo..hi];
+        if let Some(t) = self.timing.as_mut() {
+            t.icount.clear();
+            t.icount.extend_from_slice(&b.icount[lo..hi]);
+            t.k = 0;
+            t.base = self.instructions as f64;
+            t.one_thread = one_thread_in(&b.tid[lo..hi]);
+            if self.accesses > 0 {
+                t.ipa = self.instructions as f64 / self.accesses as f64;
+            }
+        }
         if !self.os.relocates() {
             let addr = &b.addr[lo..hi];
             // (Accesses through the data caches run the general loop: no shape's copy for them.)

@@ -136,6 +136,9 @@ impl<V: Variant> Core<V> {
         d.insert("time.translation_fraction".into(), share(xlat));
         d.insert("time.walk_share".into(), share(cyc as f64));
         d.insert("time.tlb_hit_share".into(), share(stlb_cycles as f64));
+        if let Some(t) = &self.timing {
+            t.model.report(self.instructions, &mut d);
+        }
         self.backend_derived(&mut d);
         if let (Some(&p), Some(&h)) = (c.get("mach.stlb.probes"), c.get("mach.stlb.hits")) {
             d.insert("mach.stlb.hit_rate".into(), if p > 0 { h as f64 / p as f64 } else { 0.0 });
