@@ -34,6 +34,74 @@ print(int(hit.sum()), int(pos[hit].sum()))          # the matches, and where the
 """
 
 
+DICT_LOOKUPS = """\
+import random
+rng = random.Random(1)
+n = 5 << 17                                                     # 655,360 keys
+keys = list(memoryview(rng.randbytes(8 * n)).cast("Q"))        # random 64-bit int keys
+d = dict(zip(keys, range(n)))                                  # key -> insertion index
+probe = memoryview(rng.randbytes(4 << 18)).cast("I")           # 262,144 random positions
+total = sum(map(d.__getitem__, map(keys.__getitem__, map(n.__rmod__, probe))))  # random lookups
+print(len(d), total)
+"""
+
+XZ_9 = """\
+import lzma, random, zlib
+rng = random.Random(1)
+pool = rng.randbytes(640 << 10)                                 # 640 KiB of random bytes
+data = b"".join(pool[o:o + 4096] for o in (rng.randrange(len(pool) - 4096) for _ in range(640)))
+out = lzma.compress(data, preset=9)     # xz -9: LZMA2, 64 MiB dictionary, bt4 match finder (~674 MiB)
+print(len(data), len(out), zlib.crc32(out))
+"""
+
+GRAPH_BFS = """\
+import numpy as np
+n, d = 1 << 21, 8                                      # 2M nodes, out-degree 8: 16M directed edges
+raw = np.random.default_rng(1).bit_generator.random_raw(n * d // 2)   # PCG64, seed 1
+adj = (raw.view(np.uint32) & (n - 1)).astype(np.intp).reshape(n, d)  # adjacency lists (128 MiB)
+del raw
+dist = np.full(n, -1, dtype=np.int32)                  # BFS level of every node, -1: not reached yet
+seen = np.zeros(n, dtype=np.intp)                      # de-duplicates a level's new nodes
+dist[0] = 0
+frontier = np.zeros(1, dtype=np.intp)
+level = 0
+while frontier.size:                                   # level-synchronous BFS from node 0
+    level += 1
+    nbrs = adj.take(frontier, axis=0).ravel()          # the frontier's edge lists (random rows)
+    nbrs = nbrs[dist.take(nbrs) < 0]                   # random loads: the nodes not reached yet
+    dist[nbrs] = level                                 # random stores
+    pos = np.arange(nbrs.size)
+    seen[nbrs] = pos                                   # one position per new node wins ...
+    frontier = nbrs[seen.take(nbrs) == pos]            # ... so each enters the next frontier once
+print(level, int((dist >= 0).sum()), int(dist.sum(dtype=np.int64)))
+"""
+
+SQLITE_JOIN = """\
+import sqlite3
+db = sqlite3.connect(":memory:")
+db.execute("PRAGMA cache_size = -1048576")            # 1 GiB page cache: every page stays in memory
+db.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, region INTEGER, profile BLOB)")
+db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, cust INTEGER, amount INTEGER)")
+db.execute("WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < 1 << 14) "
+           "INSERT INTO customers SELECT i, (i * 40503) % 64, zeroblob(3000) FROM s")
+db.execute("WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < 1 << 16) "
+           "INSERT INTO orders SELECT i, (i * 2654435761) % (1 << 14), (i * 40503) % 1000 FROM s")
+rows = db.execute("SELECT c.region, count(*), sum(o.amount) FROM orders o JOIN customers c ON c.id = o.cust "
+                  "GROUP BY c.region ORDER BY c.region").fetchall()
+print(len(rows), sum(r[1] for r in rows), sum(r[2] for r in rows), rows[0])
+"""
+
+NUMPY_SORT = """\
+import numpy as np
+rng = np.random.default_rng(1)
+keys = rng.integers(0, 1 << 62, 1 << 22)            # 4M random int64 keys (32 MiB)
+order = np.argsort(keys)                             # the sorting permutation (introsort, 32 MiB of int64)
+ranked = keys[order]                                 # apply it: random 8-byte loads over 32 MiB
+print(bool((ranked[1:] >= ranked[:-1]).all()), int(ranked[:: 1 << 12].sum() % 1000003),
+      int(order[: 1 << 12].sum()))
+"""
+
+
 @dataclass(frozen=True)
 class Program:
     """A command to trace and time. ``argv[0]`` is looked up on PATH; ``env`` is added to the
@@ -89,6 +157,46 @@ def programs() -> dict[str, Program]:
             {},
             "sysbench 1.0 memory test: 32M random 8-byte writes over a 256 MiB buffer (whole run, ~0.5G accesses)",
             ("sysbench",),
+        ),
+        "dict-lookups": Program(
+            "dict-lookups",
+            (_python(), "-c", DICT_LOOKUPS),
+            # Objects from malloc, not from pymalloc's arenas (which are mmaps, in the anon pool): the
+            # int objects the lookups reach are then in the heap pool with the dict, and the layouts
+            # over that one pool cover all of the hot memory.
+            {**pyenv, "PYTHONMALLOC": "malloc"},
+            "CPython: a dict of 655K random int64 keys built, then 262K lookups of random keys "
+            "(whole run, ~0.6G accesses)",
+        ),
+        "xz-9": Program(
+            "xz-9",
+            (_python(), "-c", XZ_9),
+            pyenv,
+            "CPython's lzma module (liblzma, as xz -9 -T1): 2.5 MiB of generated data (4 KiB pieces of "
+            "640 KiB of random bytes) compressed with preset 9 (whole run, ~0.54G accesses)",
+        ),
+        "graph-bfs": Program(
+            "graph-bfs",
+            (_python(), "-c", GRAPH_BFS),
+            pyenv,
+            "CPython + NumPy: level-synchronous BFS over a random directed graph, 2M nodes and 16M edges "
+            "(whole run, ~0.65G accesses)",
+        ),
+        "sqlite-join": Program(
+            "sqlite-join",
+            (_python(), "-c", SQLITE_JOIN),
+            pyenv,
+            "CPython's sqlite3, in memory: 64K orders joined on the primary key of 16K customers of one "
+            "page each, GROUP BY region (whole run, ~0.62G accesses)",
+        ),
+        "numpy-sort": Program(
+            "numpy-sort",
+            (_python(), "-c", NUMPY_SORT),
+            # numpy's baseline (non-SIMD) sort everywhere: QEMU has no AVX-512 and numpy's AVX2 sort
+            # takes 2.5-4x the accesses, so the traced and the timed runs run the same sort code.
+            {**pyenv, "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR"},
+            "CPython + NumPy: argsort of 4M random int64 keys, then the permutation applied (a random "
+            "gather) (whole run, ~0.58G accesses)",
         ),
     }
 
