@@ -59,6 +59,80 @@ def cmd_mosmodel(args: argparse.Namespace) -> int:
     return 0
 
 
+def _log(args: argparse.Namespace):
+    def log(msg: str) -> None:
+        if not args.quiet:
+            print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+    return log
+
+
+def _floats(text: str, what: str) -> tuple[float, ...]:
+    try:
+        vals = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise CliError(f"{what} = {text!r} is not a comma-separated list of numbers.") from None
+    if not vals:
+        raise CliError(f"{what} is empty; give at least one value.")
+    return vals
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from xlat.experiment import calibrate as cal
+
+    walkers = tuple(int(w) for w in _floats(args.walkers, "--walkers")) if args.walkers else (None,)
+    params = cal.grid(
+        _floats(args.cpi, "--cpi"),
+        _floats(args.dep, "--dep"),
+        _floats(args.hide, "--hide"),
+        walkers,
+        _floats(args.walk_scale, "--walk-scale"),
+        _floats(args.walk_extra, "--walk-extra"),
+    )
+    res = cal.calibrate(
+        args.fit, args.validate or [], cpu=args.cpu, params=params, threads=args.threads, log=_log(args)
+    )
+    out = cal.write(res, args.out)
+    print(res.format())
+    print(f"\nsaved in {out}: calibration.csv, summary.csv, overlay.txt (the --set lines), report.md")
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    import json
+
+    from xlat.experiment import predict as pr
+
+    exp = Path(args.dir)
+    pr.check_dir(exp, need_trace=not args.result)
+    if args.result:
+        from xlat.sim import SimResult
+
+        try:
+            d = json.loads(Path(args.result).read_text())
+        except (OSError, ValueError) as e:
+            raise CliError(f"{args.result}: not a simulation result ({e}).") from None
+        d = d["results"][0] if isinstance(d, dict) and "results" in d else d
+        r = SimResult(d)
+    else:
+        import json as _json
+
+        meta = exp / "summary.json"
+        cpu = args.cpu or (_json.loads(meta.read_text()).get("cpu", "zen4") if meta.exists() else "zen4")
+        _log(args)(f"predict: simulating {args.name} on {exp / 'trace.xlat'} ({cpu} preset) ...")
+        r = pr.simulate_design(exp, cpu, args.set or (), args.config, threads=args.threads)
+    hmc = (r.derived["H"], r.derived["M"], r.derived["C"])
+    p = pr.predict(exp, hmc, args.name, model=args.model, margin=args.margin, extrapolate=args.extrapolate)
+    if args.json:
+        out = json.dumps(p.to_dict(), indent=1)
+        if args.json == "-":
+            print(out)
+            return 0
+        Path(args.json).write_text(out + "\n")
+    print(p.format())
+    return 0
+
+
 def register(sub: Any) -> None:
     """Add ``experiment mosmodel`` to the ``xlat`` subcommands."""
     e = sub.add_parser(
@@ -134,3 +208,72 @@ def register(sub: Any) -> None:
     s.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
     s.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS (instead of a built-in)")
     s.set_defaults(func=cmd_mosmodel)
+
+    c = esub.add_parser(
+        "calibrate",
+        help="fit the overlap time model's free parameters to real runs, and validate on held-out programs",
+        description="Simulate every layout of each Mosmodel experiment directory with the data through the "
+        "caches and the overlap time model (docs/time-model.md), evaluating a grid of its free parameters "
+        "(base CPI, dep, hide, walkers, walk_scale) on the same events; choose the setting whose predicted "
+        "runtime ratios (each layout against all-4KB) have the smallest maximal error on the --fit programs; "
+        "report its errors on the --validate programs beside the additive model's and, on the same layouts, "
+        "Yaniv's and Mosmodel's (fitted on each program's own runs, leave-one-out).",
+        epilog="example: xlat experiment calibrate --fit out/experiment/numpy-gather --validate out/experiment/xz-9",
+    )
+    c.add_argument("--fit", nargs="+", required=True, metavar="DIR", help="experiment directories to fit on")
+    c.add_argument("--validate", nargs="*", metavar="DIR", help="held-out experiment directories")
+    c.add_argument("--cpu", default="zen4", help="preset of this machine (default zen4)")
+    c.add_argument("--cpi", default=",".join(map(str, _grid_defaults()[0])), help="base CPIs to try")
+    c.add_argument(
+        "--dep", default=",".join(map(str, _grid_defaults()[1])), help="dependent fractions to try"
+    )
+    c.add_argument("--hide", default="0", help="hidden cycles per interval to try (default 0)")
+    c.add_argument("--walkers", default="", help="walkers to try (default: the preset's)")
+    c.add_argument("--walk-scale", default="1", help="walk-cycle factors to try (default 1)")
+    c.add_argument("--walk-extra", default="0", help="cycles added to each walk to try (default 0)")
+    c.add_argument("--out", default="out/calibration", help="output directory (default out/calibration)")
+    c.add_argument("--threads", type=int, help="simulation threads (default: all cores)")
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    c.set_defaults(func=cmd_calibrate)
+
+    p = esub.add_parser(
+        "predict",
+        help="partial simulation: a design's runtime from its simulated H, M, C and a model fitted on real runs",
+        description="Seed 002's partial simulation. The experiment directory's program is simulated under the "
+        "design (--set/--config, on the experiment's trace, pools at their traced addresses), or a saved "
+        "result is read (--result); the model (default Mosmodel) fitted on the directory's real layouts "
+        "predicts its runtime, with the speed-up over the measured all-4KB layout and the model's error on "
+        "held-out layouts (leave-one-out). A design outside the fitted H, M, C range by more than --margin "
+        "of that range is refused unless --extrapolate.",
+        epilog="example: xlat experiment predict out/experiment/numpy-gather --name stlb-2x --set tlb.l2d.entries=6144",
+    )
+    p.add_argument("dir", help="a finished 'xlat experiment mosmodel' directory")
+    p.add_argument("--name", default="design", help="the design's name in the output")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="the design's overrides of the preset")
+    p.add_argument("--config", help="the design's configuration file (instead of the preset)")
+    p.add_argument("--cpu", help="preset (default: the experiment's)")
+    p.add_argument("--result", help="a saved simulation result (xlat sim --json) instead of simulating")
+    p.add_argument("--model", default="mosmodel", help="runtime model (default mosmodel)")
+    p.add_argument(
+        "--margin",
+        type=float,
+        default=0.1,
+        help="allowed distance outside the fitted range, as a fraction of it",
+    )
+    p.add_argument(
+        "--extrapolate",
+        action="store_true",
+        help="predict even outside the fitted range (said in the output)",
+    )
+    p.add_argument(
+        "--json", nargs="?", const="-", metavar="FILE", help="the prediction as JSON (to FILE or stdout)"
+    )
+    p.add_argument("--threads", type=int, help="simulation threads")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    p.set_defaults(func=cmd_predict)
+
+
+def _grid_defaults():
+    from xlat.experiment.calibrate import CPI_GRID, DEP_GRID
+
+    return CPI_GRID, DEP_GRID
