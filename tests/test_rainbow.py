@@ -107,6 +107,12 @@ def test_the_five_configurations_on_gups():
     assert rows["flat-static"]["dram_read_share"] < 0.05
     assert rows["dram-only-2mb"]["dram_read_share"] == 1.0
     assert rows["flat-static"]["ipc_vs_flat"] == 1.0
+    # The overlap time model beside the additive one: gups' updates are independent, so its
+    # misses overlap and every configuration runs at a far higher IPC than in series.
+    assert rows["flat-static"]["ipc_overlap_vs_flat"] == 1.0
+    for r in rows.values():
+        assert r["ipc_overlap"] > 5 * r["ipc"], r["config"]
+    assert rows["dram-only-2mb"]["ipc_overlap"] == max(r["ipc_overlap"] for r in rows.values())
 
 
 def test_rainbow_cli_table_and_json(capsys):

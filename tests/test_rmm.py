@@ -163,3 +163,12 @@ def test_the_help_names_every_design(capsys):
     with pytest.raises(ValueError) as e:
         rmm.design_runs(designs=("nonsense",))
     assert set(str(e.value).split("choose among ", 1)[1].split(", ")) == set(listed)
+
+
+def test_rmm_with_the_overlap_time_model(xlat_cli):
+    p = xlat_cli("rmm", "--time", "overlap", "--json", "-", "workload:gups?size=1GiB&accesses=100000")
+    rows = {r["design"]: r for r in json.loads(p.stdout)}
+    assert rows["4KB"]["overlap_speedup_vs_4k"] == 1.0
+    # RMM and THP remove the walks, so both run faster than 4KB under the overlap model too.
+    assert rows["RMM"]["overlap_speedup_vs_4k"] > 1.2 and rows["THP"]["overlap_speedup_vs_4k"] > 1.2
+    assert all(r["overlap_cycles"] > 0 for r in rows.values())

@@ -216,17 +216,21 @@ def evaluate(
     threads: int | None = None,
     progress: bool = False,
     threshold: int = RANGE_THRESHOLD_PAGES,
+    overlap: bool = False,
 ) -> Evaluation:
     """Simulate ``trace`` under each design (and, for the contiguity columns, with
     ``sim.contiguity=true``) and compute, per design: page walks, the share of the 4KB design's
     walks removed, the Table 4.5 overheads (``Over_4K``, ``Over_2M``, ``Over_SIM`` with the
     4KB run's average walk cost; needs the 4KB and THP designs) beside xlat's additive
     estimate (walk cycles over base cycles of the design's own run), and the contiguity of the
-    memory at the end (ranges of at least ``threshold`` pages, coverage, ranges for 99%...)."""
+    memory at the end (ranges of at least ``threshold`` pages, coverage, ranges for 99%...).
+    With ``overlap``, every design also runs the overlap time model (data through the caches;
+    docs/time-model.md): its cycles and the speed-up over the 4KB design."""
     # Checked before simulating, not when the figures are computed after every run.
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
         raise ValueError(f"the range threshold must be at least 1 page, not {threshold!r}")
-    runs = design_runs(cpu, designs, (*extra, "sim.contiguity=true"))
+    timing = ("sim.data_through_caches=true", "time.model=overlap") if overlap else ()
+    runs = design_runs(cpu, designs, (*timing, *extra, "sim.contiguity=true"))
     results = dict(
         zip(runs, simulate_many(trace, runs.values(), threads=threads, progress=progress), strict=True)
     )
@@ -260,6 +264,12 @@ def evaluate(
         }
         if base is not None and _walks(base):
             row["walks_removed"] = 1.0 - _walks(r) / _walks(base)
+        if "time.overlap.total_cycles" in r.derived:
+            row["overlap_cycles"] = r.derived["time.overlap.total_cycles"]
+            if base is not None:
+                row["overlap_speedup_vs_4k"] = (
+                    base.derived["time.overlap.total_cycles"] / row["overlap_cycles"]
+                )
         if model is not None:
             m = rmm_performance_model(m_sim=_walks(r), **model)
             row["over_4k"] = m["overhead_4k"]

@@ -27,6 +27,8 @@ ROWS = [
     ("direct segment hits", "direct_segment_hits"),
     ("Table 4.5 Over_SIM", "over_sim"),
     ("additive estimate (walk/base cycles)", "additive_overhead"),
+    ("cycles (overlap model)", "overlap_cycles"),
+    ("speed-up vs 4KB (overlap model)", "overlap_speedup_vs_4k"),
     ("ranges (>= threshold)", "contiguity.ranges"),
     ("coverage by ranges", "contiguity.coverage"),
     ("footprint outside the range table", "outside_ranges"),
@@ -67,6 +69,7 @@ def cmd_rmm(args: argparse.Namespace) -> int:
         extra=tuple(args.set or ()),
         progress=progress(args),
         threshold=args.threshold,
+        overlap=args.time == "overlap",
     )
     emit_json(args.json, ev.rows)
     if to_stdout(args):
@@ -103,6 +106,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     s.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field for every design")
     s.add_argument(
         "--threshold", type=int, default=8, metavar="PAGES", help="smallest range, in 4KB pages (default 8)"
+    )
+    s.add_argument(
+        "--time",
+        choices=("additive", "overlap"),
+        default="additive",
+        help="overlap: also run the overlap time model (data through the caches; slower) and print each "
+        "design's cycles and speed-up over 4KB (docs/time-model.md)",
     )
     add_json_flag(s, "every figure")
     s.set_defaults(func=cmd_rmm, parser=s)
