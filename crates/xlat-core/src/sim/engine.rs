@@ -175,6 +175,12 @@ impl Timing {
     fn next_pos(&mut self) -> f64 {
         let k = self.k;
         self.k += 1;
+        self.pos(k)
+    }
+
+    /// The position of the range's access `k`.
+    #[inline]
+    fn pos(&self, k: usize) -> f64 {
         if self.one_thread {
             if let (Some(&i), Some(&i0)) = (self.icount.get(k), self.icount.first()) {
                 return self.base + i.saturating_sub(i0) as f64;
@@ -419,18 +425,26 @@ impl<V: Variant> Core<V> {
         }
         self.data_cycles += lat;
         if let Some(t) = self.timing.as_mut() {
-            let pos = t.next_pos();
-            let e = crate::time::Event {
-                pos,
-                xlat: std::mem::take(&mut t.xlat),
-                walk: std::mem::take(&mut t.walk),
-                data: lat.saturating_sub(t.l1),
-                kind,
-            };
-            t.model.event(e);
-            let wb = self.backend.take_writebacks();
-            if wb > 0 {
-                t.model.writeback(pos, wb);
+            let k = t.k;
+            t.k += 1;
+            let data = lat.saturating_sub(t.l1);
+            // An access with no latency beyond an L1 hit only moves the position (an interval
+            // it would close is closed by the next event, or at the end).
+            if t.xlat | data != 0 {
+                let e = crate::time::Event {
+                    pos: t.pos(k),
+                    xlat: std::mem::take(&mut t.xlat),
+                    walk: std::mem::take(&mut t.walk),
+                    data,
+                    kind,
+                };
+                t.model.event(e);
+            }
+            if <V::Backend as Backend>::HOOKS {
+                let wb = self.backend.take_writebacks();
+                if wb > 0 {
+                    t.model.writeback(t.pos(k), wb);
+                }
             }
         }
     }

@@ -109,8 +109,6 @@ pub struct Overlap {
     events: u64,
     in_intervals: u64,
     overlapped: u64,
-    /// The latest position seen (instructions).
-    last_pos: f64,
 }
 
 /// The main setting and the grid's, fed the same events (`time.overlap.*` and
@@ -192,7 +190,6 @@ impl Overlap {
             events: 0,
             in_intervals: 0,
             overlapped: 0,
-            last_pos: 0.0,
         }
     }
 
@@ -218,7 +215,6 @@ impl Overlap {
     /// One access's latencies (an access with none only moves the position).
     #[inline]
     pub fn event(&mut self, e: Event) {
-        self.last_pos = self.last_pos.max(e.pos);
         if self.open && e.pos >= self.p0 + self.rob {
             self.close();
         }
