@@ -94,7 +94,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     )
     out = cal.write(res, args.out)
     print(res.format())
-    print(f"\nsaved in {out}: calibration.csv, summary.csv, overlay.txt (the --set lines), report.md")
+    print(
+        f"\nsaved in {out}: calibration.csv, summary.csv, overlay.txt (the --set lines), deps.json, config.toml, report.md"
+    )
     return 0
 
 

@@ -271,7 +271,14 @@ class Calibration:
             f"additive model's CPI fitted on the fit programs: {self.additive_cpi}",
             "ratio errors (layout / all-4KB) on the mixed layouts, which no fit saw:",
             "",
-            self.summary.to_string(index=False, float_format=lambda x: f"{100 * x:.2f}%"),
+            self.summary.to_string(
+                index=False,
+                formatters={
+                    c: (lambda x: f"{x:g}") if c == "dep" else (lambda x: f"{100 * x:.2f}%")
+                    for c in self.summary.columns
+                    if c not in ("program", "role")
+                },
+            ),
         ]
         return "\n".join(lines)
 
@@ -414,13 +421,40 @@ def _fit_additive_cpi(fit) -> float:
     return best[1]
 
 
+def calibrated_config(cal: Calibration) -> str:
+    """The preset with the fitted setting: a configuration file for ``--config``."""
+    from xlat.sim import preset
+
+    p = cal.params
+    text = preset(cal.cpu)
+    lines = text.splitlines()
+    for i, ln in enumerate(lines):
+        if ln.startswith("name = "):
+            lines[i] = f'name = "{cal.cpu}-host"'
+            break
+    head = (
+        f"# {cal.cpu} with the overlap time model calibrated on this host by `xlat experiment calibrate`\n"
+        f"# (docs/time-model.md): base CPI, walk_scale, walk_extra and hide fitted on real runs; dep is\n"
+        f"# the fit programs' median (a program's own, from its all-4KB and all-2MB runs: {cal.deps}).\n"
+    )
+    tail = (
+        f'model = "overlap"\ndep = {p.dep}\nhide = {p.hide}\nwalk_scale = {p.walk_scale}\n'
+        f"walk_extra = {p.walk_extra}\n"
+        + (f"walkers = {p.walkers}\n" if p.walkers is not None else "")
+        + f"\n[sim]\ndata_through_caches = true\nbase_cpi = {p.cpi}\n"
+    )
+    return head + "\n".join(lines) + "\n" + tail
+
+
 def write(cal: Calibration, out: str | Path) -> Path:
-    """``calibration.csv``, ``summary.csv``, ``overlay.txt`` (the ``--set`` lines) and ``report.md``."""
+    """``calibration.csv``, ``summary.csv``, ``overlay.txt`` (the ``--set`` lines), ``deps.json``,
+    ``config.toml`` (the preset with the fitted setting) and ``report.md``."""
     o = Path(out)
     o.mkdir(parents=True, exist_ok=True)
     cal.table.to_csv(o / "calibration.csv", index=False)
     cal.summary.to_csv(o / "summary.csv", index=False)
     (o / "overlay.txt").write_text("\n".join(cal.sets()) + "\n")
     (o / "deps.json").write_text(json.dumps(cal.deps, indent=1) + "\n")
+    (o / "config.toml").write_text(calibrated_config(cal))
     (o / "report.md").write_text("```\n" + cal.format() + "\n```\n")
     return o
