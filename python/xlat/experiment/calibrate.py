@@ -421,6 +421,34 @@ def _fit_additive_cpi(fit) -> float:
     return best[1]
 
 
+def markdown(cal: Calibration) -> str:
+    """The maximal errors per program as a Markdown table, with the fitted setting."""
+    cols = [
+        ("overlap max", "overlap (own dep)"),
+        ("overlap_no_runs max", "overlap (no run)"),
+        ("additive max", "additive, CPI 1"),
+        ("additive_fitted_cpi max", f"additive, CPI {cal.additive_cpi}"),
+        ("additive_own_cpi max", "additive (own CPI)"),
+        ("yaniv max", "Yaniv"),
+        ("mosmodel_loo max", "Mosmodel (LOO)"),
+    ]
+    p = cal.params
+    out = [
+        f"Overlap model on `{cal.cpu}`: base CPI {p.cpi}, walk_extra {p.walk_extra}, walk_scale {p.walk_scale}, "
+        f"hide {p.hide}; dep without a run of the program {p.dep}.",
+        "",
+        "| program | role | dep | " + " | ".join(h for _, h in cols) + " |",
+        "|---|---|---|" + "---|" * len(cols),
+    ]
+    for _, r in cal.summary.iterrows():
+        out.append(
+            f"| {r['program']} | {r['role']} | {r['dep']:g} | "
+            + " | ".join(f"{100 * r[c]:.2f}%" for c, _ in cols)
+            + " |"
+        )
+    return "\n".join(out) + "\n"
+
+
 def calibrated_config(cal: Calibration) -> str:
     """The preset with the fitted setting: a configuration file for ``--config``."""
     from xlat.sim import preset
@@ -456,5 +484,5 @@ def write(cal: Calibration, out: str | Path) -> Path:
     (o / "overlay.txt").write_text("\n".join(cal.sets()) + "\n")
     (o / "deps.json").write_text(json.dumps(cal.deps, indent=1) + "\n")
     (o / "config.toml").write_text(calibrated_config(cal))
-    (o / "report.md").write_text("```\n" + cal.format() + "\n```\n")
+    (o / "report.md").write_text(markdown(cal))
     return o
