@@ -172,6 +172,28 @@ def test_experiment_end_to_end_on_a_small_program(xlat_cli, tmp_path):
     assert summary["hardware_counters"] is False and summary["layouts"] == len(df)
     assert summary["metric"] == "work"
     assert "| mosmodel |" in (out / "report.md").read_text()
+    # Partial simulation on the real runs: a 2x STLB predicted by the model fitted on them, with
+    # its held-out-layout error; a design far outside the layouts' range refused in one sentence.
+    p = xlat_cli("experiment", "predict", str(out), "-q", "--name", "stlb-2x", "--model", "poly3",
+                 "--set", "tlb.l2d.entries=6144", "--json", "-")  # fmt: skip
+    pred = json.loads(p.stdout)
+    assert pred["design"] == "stlb-2x" and pred["R_s"] > 0 and pred["R_4k_s"] == all4k["R_s"]
+    assert 0 <= pred["loo_max_error"] < 1 and pred["loo_layouts"] >= 1
+    assert pred["M"] <= all4k["M"], "a bigger STLB misses no more than the 4KB layout's"
+    p = xlat_cli("experiment", "predict", str(out), "-q", "--set", "tlb.l2d.entries=12", "--margin", "0",
+                 "--model", "basu", check=False)  # fmt: skip
+    assert p.returncode == 1 and "lies" in p.stderr and "--extrapolate" in p.stderr
+    # Calibration of the overlap model on the same real runs (a 2x2 grid): every layout's measured
+    # ratio is reported, and the chosen setting is one of the grid's.
+    cal = tmp_path / "cal"
+    xlat_cli("experiment", "calibrate", "-q", "--fit", str(out), "--cpi", "0.5,1", "--dep", "0,1",
+             "--out", str(cal))  # fmt: skip
+    table = pd.read_csv(cal / "calibration.csv")
+    assert len(table) == 4 and table["measured"].iloc[0] == 1.0
+    assert np.isfinite(table["overlap"]).all() and (table["overlap"] > 0).all()
+    sets = (cal / "overlay.txt").read_text().split()
+    assert "time.model=overlap" in sets and any(s in sets for s in ("sim.base_cpi=0.5", "sim.base_cpi=1.0"))
+    assert "[time]" in (cal / "config.toml").read_text()
     # A second call reuses the trace, the simulations and the runs; R from the same runs with the
     # machine's drift divided out.
     trace_mtime = (out / "trace.xlat").stat().st_mtime
