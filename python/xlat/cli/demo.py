@@ -56,7 +56,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"{r.label}: {r.derived['M'] / max(results[0].derived['M'], 1):.1%} of the 4KB walks, "
             f"additive-model speed-up {base / r.derived['time.total_cycles']:.2f}x over 4KB pages"
         )
-    print("(the additive model charges every walk cycle in full; real cores overlap walks with other work)")
+    print("(the additive model charges every walk cycle in full; real cores overlap walks with other work:")
+    print(
+        " --set sim.data_through_caches=true --set time.model=overlap adds the overlap model, docs/time-model.md)"
+    )
     print(f"\ntry: xlat sim --cpu haswell --policies 4k,thp --layout {layout} {trace}")
     return 0
 
