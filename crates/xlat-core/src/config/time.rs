@@ -54,8 +54,9 @@ pub struct TimeConfig {
     /// machine, whose loads the guest's simulated walk does not make; fitted by calibration.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub walk_extra: f64,
-    /// More (cpi, dep, hide, walkers, walk_scale) settings the same run evaluates beside the main one (the events are
-    /// the same; calibration fits these without simulating again): `time.overlap.grid.N.*`.
+    /// More settings of the free parameters (cpi, dep, hide, walkers, walk_scale, walk_extra)
+    /// the same run evaluates beside the main one, on the same events (calibration fits them
+    /// without simulating again): `time.overlap.grid.N.*`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub grid: Vec<TimeVariant>,
 }
@@ -129,7 +130,22 @@ impl TimeConfig {
         t.as_ref().is_none_or(|t| t.model == TimeModel::Additive)
     }
 
-    fn check_free(c: &str, at: &str, dep: f64, hide: f64, walk_scale: f64, walk_extra: f64) -> Result<()> {
+    /// The main setting of the free parameters, with base CPI `cpi` (`sim.base_cpi`).
+    pub fn main(&self, cpi: f64) -> TimeVariant {
+        TimeVariant {
+            cpi,
+            dep: self.dep,
+            hide: self.hide,
+            walkers: None,
+            walk_scale: self.walk_scale,
+            walk_extra: self.walk_extra,
+        }
+    }
+
+    /// One setting's rules; `at` names it (`time`, or `time.grid[i]`). The main setting's CPI is
+    /// `sim.base_cpi`, checked with the `[sim]` table.
+    fn check_free(c: &str, at: &str, v: &TimeVariant) -> Result<()> {
+        let TimeVariant { dep, hide, walk_scale, walk_extra, .. } = *v;
         if !(0.0..=100_000.0).contains(&walk_extra) {
             return err(format!("config '{c}': {at}.walk_extra = {walk_extra} must be between 0 and 100000 cycles."));
         }
@@ -158,12 +174,12 @@ impl TimeConfig {
                 return err(format!("config '{c}': time.{k} = {v} must be between 1 and {max}."));
             }
         }
-        Self::check_free(c, "time", self.dep, self.hide, self.walk_scale, self.walk_extra)?;
+        Self::check_free(c, "time", &self.main(0.0))?;
         if self.grid.len() > 256 {
             return err(format!("config '{c}': time.grid has {} settings; at most 256.", self.grid.len()));
         }
         for (i, g) in self.grid.iter().enumerate() {
-            Self::check_free(c, &format!("time.grid[{i}]"), g.dep, g.hide, g.walk_scale, g.walk_extra)?;
+            Self::check_free(c, &format!("time.grid[{i}]"), g)?;
             if let Some(w) = g.walkers.filter(|w| !(1..=64).contains(w)) {
                 return err(format!("config '{c}': time.grid[{i}].walkers = {w} must be between 1 and 64."));
             }

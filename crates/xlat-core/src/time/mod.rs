@@ -22,7 +22,7 @@
 //! - a write-back to memory (a dirty line leaving the last level) takes a write-buffer entry
 //!   (`write_buffer`) for the memory's write latency, and stalls only when the buffer is full.
 
-use crate::config::TimeConfig;
+use crate::config::{TimeConfig, TimeVariant};
 use std::collections::BTreeMap;
 
 /// What one access costs the overlap model: its position and its latencies beyond an L1 hit.
@@ -103,12 +103,11 @@ pub struct Overlap {
     stall_writes: f64,
     walker_wait: f64,
     mshr_wait: f64,
-    /// Counts: intervals closed, events, events in intervals, events that overlapped an open
-    /// interval.
+    /// Counts: intervals closed, events, events in intervals (those that did not open one
+    /// overlapped an open one).
     intervals: u64,
     events: u64,
     in_intervals: u64,
-    overlapped: u64,
 }
 
 /// The main setting and the grid's, fed the same events (`time.overlap.*` and
@@ -121,22 +120,7 @@ pub struct Models {
 
 impl Models {
     pub fn new(t: &TimeConfig, cpi: f64) -> Models {
-        Models {
-            main: Overlap::new(t, cpi, t.dep, t.hide),
-            grid: t
-                .grid
-                .iter()
-                .map(|g| {
-                    let mut m = Overlap::new(t, g.cpi, g.dep, g.hide);
-                    m.walk_scale = g.walk_scale;
-                    m.walk_extra = g.walk_extra;
-                    if let Some(w) = g.walkers {
-                        m.walkers = Units::new(w);
-                    }
-                    m
-                })
-                .collect(),
-        }
+        Models { main: Overlap::new(t, &t.main(cpi)), grid: t.grid.iter().map(|g| Overlap::new(t, g)).collect() }
     }
 
     #[inline]
@@ -163,16 +147,16 @@ impl Models {
 }
 
 impl Overlap {
-    /// The model of core `t` with free parameters `cpi`, `dep` and `hide`.
-    pub fn new(t: &TimeConfig, cpi: f64, dep: f64, hide: f64) -> Overlap {
+    /// The model of core `t` with the free parameters of setting `v`.
+    pub fn new(t: &TimeConfig, v: &TimeVariant) -> Overlap {
         Overlap {
             rob: t.rob as f64,
-            cpi,
-            walk_scale: t.walk_scale,
-            walk_extra: t.walk_extra,
-            hide,
-            dep,
-            walkers: Units::new(t.walkers),
+            cpi: v.cpi,
+            walk_scale: v.walk_scale,
+            walk_extra: v.walk_extra,
+            hide: v.hide,
+            dep: v.dep,
+            walkers: Units::new(v.walkers.unwrap_or(t.walkers)),
             mshrs: Units::new(t.mshrs),
             stores: Units::new(t.store_buffer),
             writes: Units::new(t.write_buffer),
@@ -189,7 +173,6 @@ impl Overlap {
             intervals: 0,
             events: 0,
             in_intervals: 0,
-            overlapped: 0,
         }
     }
 
@@ -203,10 +186,19 @@ impl Overlap {
         pos * self.cpi + self.stalls()
     }
 
+    /// The open interval's stall: its penalty beyond `hide` (0 when none is open).
+    fn pending(&self) -> f64 {
+        if self.open {
+            (self.pen - self.hide).max(0.0)
+        } else {
+            0.0
+        }
+    }
+
     /// Close the open interval: the core stalls for its penalty beyond `hide`.
     fn close(&mut self) {
         if self.open {
-            self.stall_intervals += (self.pen - self.hide).max(0.0);
+            self.stall_intervals += self.pending();
             self.intervals += 1;
             self.open = false;
         }
@@ -240,8 +232,6 @@ impl Overlap {
                 self.pen = 0.0;
                 self.walkers.reset();
                 self.mshrs.reset();
-            } else {
-                self.overlapped += 1;
             }
             let issue = (e.pos - self.p0) * self.cpi;
             let mut start = issue;
@@ -278,19 +268,12 @@ impl Overlap {
         self.stall_writes += stall;
     }
 
-    /// Cycles of work done outside the core's stream in series (page copies, flushes,
-    /// shootdowns: the OS's, not the pipeline's); closes the open interval.
-    pub fn serial(&mut self, cycles: f64) {
-        self.close();
-        self.stall_fetch += cycles;
-    }
-
     /// The model's figures for `instructions` instructions (`time.overlap.*`).
     pub fn report(&self, instructions: u64, out: &mut BTreeMap<String, f64>) {
         let mut s = self.clone();
         s.close();
         let base = instructions as f64 * self.cpi;
-        let total = base + s.stalls();
+        let total = self.total(instructions);
         let mut put = |k: &str, v: f64| {
             out.insert(format!("time.overlap.{k}"), v);
         };
@@ -304,15 +287,13 @@ impl Overlap {
         put("total_cycles", total);
         put("intervals", s.intervals as f64);
         put("events", s.events as f64);
-        put("overlapped_events", s.overlapped as f64);
+        put("overlapped_events", (s.in_intervals - s.intervals) as f64);
         put("events_per_interval", if s.intervals > 0 { s.in_intervals as f64 / s.intervals as f64 } else { 0.0 });
     }
 
-    /// The total cycles (closing the open interval on a copy).
+    /// The total cycles of `instructions` instructions (the open interval's stall included).
     pub fn total(&self, instructions: u64) -> f64 {
-        let mut m = BTreeMap::new();
-        self.report(instructions, &mut m);
-        m["time.overlap.total_cycles"]
+        instructions as f64 * self.cpi + self.stalls() + self.pending()
     }
 }
 

@@ -2,11 +2,11 @@
 //! `docs/time-model.md` (cpi 1, so positions are cycles of base time).
 
 use super::{Event, Overlap};
-use crate::config::TimeConfig;
+use crate::config::{TimeConfig, TimeVariant};
 
 fn model(rob: u32, walkers: u32, store_buffer: u32, dep: f64, hide: f64) -> Overlap {
     let t = TimeConfig { rob, walkers, mshrs: 4, store_buffer, write_buffer: 1, dep, hide, ..TimeConfig::default() };
-    Overlap::new(&t, 1.0, dep, hide)
+    Overlap::new(&t, &TimeVariant { dep, hide, ..t.main(1.0) })
 }
 
 fn load(pos: f64, xlat: u64, walk: bool, data: u64) -> Event {
@@ -129,13 +129,12 @@ fn a_full_write_buffer_stalls() {
 }
 
 #[test]
-fn fetches_and_serial_work_add_in_series() {
+fn fetches_add_in_series() {
     let mut m = model(100, 2, 8, 0.0, 0.0);
     m.event(load(0.0, 0, false, 200));
     m.event(Event { pos: 1.0, xlat: 0, walk: false, data: 100, kind: 2 });
     m.event(load(2.0, 0, false, 200));
-    m.serial(50.0);
-    assert_eq!(stalls(&m), 200.0 + 100.0 + 200.0 + 50.0);
+    assert_eq!(stalls(&m), 200.0 + 100.0 + 200.0);
 }
 
 #[test]
@@ -182,7 +181,7 @@ fn data_misses_beyond_the_miss_registers_queue() {
 #[test]
 fn a_walk_scale_multiplies_walks_only() {
     let t = TimeConfig { walk_scale: 3.0, ..TimeConfig::default() };
-    let mut m = Overlap::new(&t, 1.0, 0.0, 0.0);
+    let mut m = Overlap::new(&t, &t.main(1.0));
     m.event(load(0.0, 40, true, 0));
     m.event(load(500.0, 7, false, 0));
     assert_eq!(stalls(&m), 120.0 + 7.0);
@@ -191,7 +190,7 @@ fn a_walk_scale_multiplies_walks_only() {
 #[test]
 fn a_walk_extra_adds_to_every_walk() {
     let t = TimeConfig { walk_scale: 2.0, walk_extra: 100.0, ..TimeConfig::default() };
-    let mut m = Overlap::new(&t, 1.0, 0.0, 0.0);
+    let mut m = Overlap::new(&t, &t.main(1.0));
     m.event(load(0.0, 40, true, 0));
     m.event(load(500.0, 7, false, 0));
     assert_eq!(stalls(&m), 80.0 + 100.0 + 7.0);
