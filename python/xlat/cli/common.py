@@ -83,6 +83,46 @@ def int_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
 
 
+def load_counts(spec: str) -> dict[str, Any]:
+    """The result of ``spec``, a saved ``xlat sim --json``: FILE, or FILE:NAME for one
+    configuration (its ``config_name``) of a several-configuration file (``xlat model``, and
+    ``xlat experiment predict --result``)."""
+    path, name = spec, None
+    if ":" in spec and not spec.endswith(".json"):
+        path, name = spec.rsplit(":", 1)
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except OSError as e:
+        raise CliError(f"cannot read the counts file {path}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise CliError(f"the counts file {path} is not JSON ({e.msg} at line {e.lineno})") from None
+    if isinstance(d, dict) and isinstance(d.get("results"), list):
+        d = d["results"]  # xlat sim --json with several configurations
+    if isinstance(d, list):
+        names = [r.get("config_name") if isinstance(r, dict) else None for r in d]
+        if name is not None:
+            if name not in names:
+                raise CliError(
+                    f"the counts file {path} has no configuration {name!r} (it has {', '.join(map(str, names))})"
+                )
+            d = d[names.index(name)]
+        elif len(d) == 1:
+            d = d[0]
+        else:
+            raise CliError(
+                f"the counts file {path} holds {len(d)} configurations ({', '.join(map(str, names))}): "
+                f"give one as {path}:NAME"
+            )
+    elif name is not None:
+        raise CliError(
+            f"the counts file {path} holds one set of counters, not configurations to choose {name!r} from"
+        )
+    if not isinstance(d, dict):
+        raise CliError(f"the counts file {path} holds no object of counters")
+    return d
+
+
 def print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from xlat.cli.common import CliError
+from xlat.cli.common import CliError, load_counts
+from xlat.cli.jsonopt import add_json_flag, emit_json, to_stdout
 from xlat.experiment.layouts import LAYOUT_SETS
 from xlat.experiment.program import Program, programs
 from xlat.experiment.timing import RUNTIME_METRICS
@@ -31,11 +32,7 @@ def cmd_mosmodel(args: argparse.Namespace) -> int:
         )
     name = prog if isinstance(prog, str) else prog.name
     out = Path(args.out or f"out/experiment/{name}")
-
-    def log(msg: str) -> None:
-        if not args.quiet:
-            print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
+    log = _log(args)
     res = mosmodel_experiment(
         prog,
         out,
@@ -104,34 +101,22 @@ def cmd_predict(args: argparse.Namespace) -> int:
     import json
 
     from xlat.experiment import predict as pr
+    from xlat.sim import SimResult
 
     exp = Path(args.dir)
     pr.check_dir(exp, need_trace=not args.result)
     if args.result:
-        from xlat.sim import SimResult
-
-        try:
-            d = json.loads(Path(args.result).read_text())
-        except (OSError, ValueError) as e:
-            raise CliError(f"{args.result}: not a simulation result ({e}).") from None
-        d = d["results"][0] if isinstance(d, dict) and "results" in d else d
-        r = SimResult(d)
+        r = SimResult(load_counts(args.result))
     else:
-        import json as _json
-
         meta = exp / "summary.json"
-        cpu = args.cpu or (_json.loads(meta.read_text()).get("cpu", "zen4") if meta.exists() else "zen4")
+        cpu = args.cpu or (json.loads(meta.read_text()).get("cpu", "zen4") if meta.exists() else "zen4")
         _log(args)(f"predict: simulating {args.name} on {exp / 'trace.xlat'} ({cpu} preset) ...")
         r = pr.simulate_design(exp, cpu, args.set or (), args.config, threads=args.threads)
     hmc = (r.derived["H"], r.derived["M"], r.derived["C"])
     p = pr.predict(exp, hmc, args.name, model=args.model, margin=args.margin, extrapolate=args.extrapolate)
-    if args.json:
-        out = json.dumps(p.to_dict(), indent=1)
-        if args.json == "-":
-            print(out)
-            return 0
-        Path(args.json).write_text(out + "\n")
-    print(p.format())
+    emit_json(args.json, p.to_dict())
+    if not to_stdout(args):
+        print(p.format())
     return 0
 
 
@@ -267,9 +252,7 @@ def register(sub: Any) -> None:
         action="store_true",
         help="predict even outside the fitted range (said in the output)",
     )
-    p.add_argument(
-        "--json", nargs="?", const="-", metavar="FILE", help="the prediction as JSON (to FILE or stdout)"
-    )
+    add_json_flag(p, "the prediction")
     p.add_argument("--threads", type=int, help="simulation threads")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
     p.set_defaults(func=cmd_predict)

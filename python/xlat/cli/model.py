@@ -5,50 +5,10 @@ chapter 5) from a run's counts, or the chapter's own numbers from its own inputs
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from xlat.cli.common import CliError, grid, table
+from xlat.cli.common import CliError, grid, load_counts, table
 from xlat.cli.jsonopt import add_json_flag, emit_json, to_stdout
-
-
-def _load(spec: str) -> dict[str, Any]:
-    """The counters of ``spec``: FILE, or FILE:NAME for one configuration (its ``config_name``)
-    of a several-configuration ``xlat sim --json`` file."""
-    path, name = spec, None
-    if ":" in spec and not spec.endswith(".json"):
-        path, name = spec.rsplit(":", 1)
-    try:
-        with open(path) as f:
-            d = json.load(f)
-    except OSError as e:
-        raise CliError(f"cannot read the counts file {path}: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise CliError(f"the counts file {path} is not JSON ({e.msg} at line {e.lineno})") from None
-    if isinstance(d, dict) and isinstance(d.get("results"), list):
-        d = d["results"]  # xlat sim --json with several configurations
-    if isinstance(d, list):
-        names = [r.get("config_name") if isinstance(r, dict) else None for r in d]
-        if name is not None:
-            if name not in names:
-                raise CliError(
-                    f"the counts file {path} has no configuration {name!r} (it has {', '.join(map(str, names))})"
-                )
-            d = d[names.index(name)]
-        elif len(d) == 1:
-            d = d[0]
-        else:
-            raise CliError(
-                f"the counts file {path} holds {len(d)} configurations ({', '.join(map(str, names))}): "
-                f"give one as {path}:NAME"
-            )
-    elif name is not None:
-        raise CliError(
-            f"the counts file {path} holds one set of counters, not configurations to choose {name!r} from"
-        )
-    if not isinstance(d, dict):
-        raise CliError(f"the counts file {path} holds no object of counters")
-    return d
 
 
 def _pct(v: float) -> str:
@@ -69,9 +29,9 @@ def cmd_mach(args: argparse.Namespace) -> int:
         return 0
     if not args.counts:
         raise CliError("give --counts FILE.json (a run's counters) or --document")
-    base = _load(args.counts)
+    base = load_counts(args.counts)
     if args.scheme:
-        S_T = mm.speedup_of_scheme(base, _load(args.scheme), args.tc)
+        S_T = mm.speedup_of_scheme(base, load_counts(args.scheme), args.tc)
     elif args.st is not None:
         S_T = args.st
     else:

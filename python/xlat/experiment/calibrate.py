@@ -4,12 +4,12 @@ The inputs are Mosmodel experiment directories (``xlat experiment mosmodel``): a
 trace under the mosaic allocator, its layouts, and its measured runtime R under every layout. Each
 layout is simulated again with the data through the caches and the overlap model on
 (``docs/time-model.md``), once, with a grid of the model's free parameters (base CPI, the
-dependent fraction ``dep``, the hidden cycles ``hide``) evaluated on the same events. The setting
-whose predicted runtime ratios (each layout against the all-4KB one) are closest to the measured
-ones on the *fit* programs is chosen (the smallest maximal error, then the smallest mean); the
-*held-out* programs are then simulated with it alone and their errors reported beside the additive
-model's (as printed, and with its CPI fitted the same way) and, on the same layouts, Yaniv's and
-Mosmodel's (fitted on each program's own real runs, leave-one-out).
+dependent fraction ``dep``, the hidden cycles ``hide``, walkers, ``walk_scale``, ``walk_extra``)
+evaluated on the same events. Each program's ``dep`` is fitted on its reference pair (the
+all-4KB and all-2MB runs); the machine's setting (the rest) is the one whose errors on the fit
+programs' other layouts are smallest (maximal, then mean). Held-out programs get that setting and
+their own ``dep``, and their errors are reported beside the same without any run of the program,
+the additive model, Yaniv's and Mosmodel's (:func:`calibrate`).
 """
 
 from __future__ import annotations
@@ -76,6 +76,8 @@ class Experiment:
     meta: dict[str, Any]
     #: layout name -> (layout file, measured R in seconds, window length in bytes)
     layouts: dict[str, tuple[Path, float, int]]
+    #: ``dataset.csv``: every layout's H, M, C and R
+    dataset: Any
 
     @property
     def base(self) -> str:
@@ -124,7 +126,7 @@ def load_experiment(path: str | Path) -> Experiment:
         if not f.exists():
             raise ExperimentError(f"{f} is missing (layout of a row of {p / 'dataset.csv'}).")
         lays[str(row["layout"])] = (f, float(row["R_s"]), int(row["window_length"]))
-    return Experiment(p.name, p, meta, lays)
+    return Experiment(p.name, p, meta, lays, df)
 
 
 def _config_text(cpu: str, params: Sequence[Params]) -> str:
@@ -185,13 +187,9 @@ def simulate(
         dv, c = r.derived, r.counters
         row = {
             "instructions": float(c["instructions"]),
-            "H": dv["H"],
-            "M": dv["M"],
-            "C": dv["C"],
             "additive": dv["time.total_cycles"],
             "stlb_walk": dv["time.stlb_hit_cycles"] + dv["time.walk_cycles"],
             "overlap": dv["time.overlap.total_cycles"],
-            "data_cycles": float(c.get("data.cycles", 0)),
         }
         for i in range(len(params)):
             row[f"grid{i}"] = dv[f"time.overlap.grid.{i}.total_cycles"]
@@ -215,6 +213,21 @@ def _additive(row: dict[str, float], cpi: float) -> float:
     return row["instructions"] * cpi + row["stlb_walk"]
 
 
+#: The additive model's base CPIs tried when it is fitted.
+ADDITIVE_CPIS = np.round(np.arange(0.05, 5.0001, 0.05), 2)
+
+
+def _fit_additive_cpi(pairs) -> float:
+    """The additive model's CPI with the smallest maximal error over ``pairs`` of (a layout's
+    simulated row, its all-4KB row, the measured ratio of the two); the first of equals."""
+    best = (math.inf, 1.0)
+    for cpi in ADDITIVE_CPIS:
+        e = max(_err(_additive(row, cpi) / _additive(base, cpi), meas) for row, base, meas in pairs)
+        if e < best[0]:
+            best = (e, float(cpi))
+    return best[1]
+
+
 def reference(exp: Experiment, names: Sequence[str]) -> str:
     """The all-2MB layout (the largest window): with all-4KB, the reference pair."""
     return max(names, key=lambda n: (exp.layouts[n][2], n))
@@ -228,23 +241,6 @@ def _fit_dep(exp, sims, params, idx, ref) -> int:
     """Of the settings ``idx`` (one machine, every dep), the one closest on the reference pair."""
     meas = _measured(exp, ref)
     return min(idx, key=lambda i: (_err(_ratio(exp, sims, f"grid{i}", ref), meas), params[i].dep))
-
-
-def _loo(model, X: np.ndarray, y: np.ndarray, rows: Sequence[int]) -> np.ndarray:
-    """Each of ``rows`` predicted by the model fitted on every other row (Lasso stopping short of
-    its tolerance on a few points is not an error here: the fit is still the model's)."""
-    import warnings
-
-    from sklearn.base import clone
-    from sklearn.exceptions import ConvergenceWarning
-
-    out = np.empty(len(rows))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        for j, i in enumerate(rows):
-            keep = np.arange(len(y)) != i
-            out[j] = clone(model).fit(X[keep], y[keep]).predict(X[i : i + 1])[0]
-    return out
 
 
 @dataclass
@@ -310,7 +306,7 @@ def calibrate(
     (fitted on every other layout of the program's own runs, leave-one-out)."""
     import pandas as pd
 
-    from xlat.models import Mosmodel, Yaniv
+    from xlat.models import Mosmodel, Yaniv, loo_predictions
 
     if not fit_dirs:
         raise ExperimentError("calibration needs at least one experiment directory to fit on (--fit).")
@@ -345,7 +341,9 @@ def calibrate(
     cpi, hide, walkers, scale, extra = best_key
     best = Params(cpi, default_dep, hide, walkers, scale, extra)
     # The additive model's one free parameter, fitted on the same programs' ratios.
-    add_cpi = _fit_additive_cpi(fit)
+    add_cpi = _fit_additive_cpi(
+        [(row, sims[exp.base], _measured(exp, n)) for exp, sims in fit for n, row in sims.items()]
+    )
     say(
         log,
         f"calibrate: machine cpi={cpi} walk_scale={scale} walk_extra={extra} hide={hide} walkers={walkers}; deps {deps}",
@@ -366,15 +364,14 @@ def calibrate(
         deps[exp.name] = ps[own].dep
         blind = next(i for i in mine if ps[i].dep == default_dep)
         # The additive model with the CPI that matches this program's reference pair.
-        own_cpi = min(np.round(np.arange(0.05, 5.0001, 0.05), 2),
-                      key=lambda c: _err(_additive(sims[ref], c) / _additive(sims[exp.base], c), _measured(exp, ref)))  # fmt: skip
-        ds = pd.read_csv(exp.path / "dataset.csv")
+        own_cpi = _fit_additive_cpi([(sims[ref], sims[exp.base], _measured(exp, ref))])
+        ds = exp.dataset
         X, y = ds[["H", "M", "C"]].to_numpy(float), ds["R_s"].to_numpy(float)
         pos = {n: k for k, n in enumerate(ds["layout"])}
         b, r_ = pos[exp.base], pos[ref]
         yaniv = Yaniv(point_4k=b, point_2m=r_).fit(X, y).predict(X) / y[b]
-        mos = _loo(Mosmodel(), X, y, [pos[n] for n in names])
-        mos_base = _loo(Mosmodel(), X, y, [b])[0]
+        mos = loo_predictions(Mosmodel(), X, y, [pos[n] for n in names])
+        mos_base = mos[names.index(exp.base)]
         for j, n in enumerate(names):
             rows.append(
                 {
@@ -411,20 +408,6 @@ def calibrate(
             r[f"{m} mean"] = e.mean()
         summ.append(r)
     return Calibration(best, deps, add_cpi, table, pd.DataFrame(summ), cpu)
-
-
-def _fit_additive_cpi(fit) -> float:
-    """The additive model's CPI with the smallest maximal ratio error over the fit programs."""
-    best = (math.inf, 1.0)
-    for cpi in np.round(np.arange(0.05, 5.0001, 0.05), 2):
-        errs = [
-            _err(_additive(row, cpi) / _additive(sims[exp.base], cpi), _measured(exp, n))
-            for exp, sims in fit
-            for n, row in sims.items()
-        ]
-        if max(errs) < best[0]:
-            best = (max(errs), float(cpi))
-    return best[1]
 
 
 def markdown(cal: Calibration) -> str:

@@ -26,8 +26,7 @@ import numpy as np
 
 from xlat.experiment.common import ExperimentError
 from xlat.experiment.simulation import pools_at
-
-INPUTS = ("H", "M", "C")
+from xlat.models import INPUTS
 
 #: The inputs each model reads (docs/models.md): only these must lie in the fitted range.
 MODEL_INPUTS = {
@@ -136,19 +135,14 @@ def loo_errors(
     lie within ``margin`` of the others' range, predicted by the model fitted on the others (a
     layout at the edge of the range, all-4KB or all-2MB, would be an extrapolation, which
     :func:`predict` refuses). Returns the maximal and mean relative errors and how many layouts."""
-    from sklearn.base import clone
+    from xlat.models import loo_predictions
 
     used = np.ones(X.shape[1], bool) if used is None else used
-    errs = []
-    for i in range(len(y)):
-        keep = np.arange(len(y)) != i
-        if (outside(X[keep], X[i])[used] > margin).any():
-            continue
-        pred = clone(model).fit(X[keep], y[keep]).predict(X[i : i + 1])[0]
-        errs.append(abs(pred - y[i]) / y[i])
-    if not errs:
+    rows = [i for i in range(len(y)) if not (outside(np.delete(X, i, axis=0), X[i])[used] > margin).any()]
+    if not rows:
         return math.nan, math.nan, 0
-    return float(max(errs)), float(np.mean(errs)), len(errs)
+    errs = np.abs(loo_predictions(model, X, y, rows) - y[rows]) / y[rows]
+    return float(errs.max()), float(errs.mean()), len(rows)
 
 
 def simulate_design(exp: Path, cpu: str, sets: Sequence[str] = (), config: str | None = None, threads=None):
@@ -156,7 +150,6 @@ def simulate_design(exp: Path, cpu: str, sets: Sequence[str] = (), config: str |
     every pool on 4KB pages (the layout all-4KB) unless ``sets`` choose a policy."""
     from xlat.sim import Run, simulate_many
 
-    meta = json.loads((exp / "pools.json").read_text())
     if any(s.startswith("os.policy=") for s in sets):
         # The design's own paging policy over the trace's mappings (the pools are mappings of
         # the traced run at the addresses the layouts use).
@@ -165,6 +158,7 @@ def simulate_design(exp: Path, cpu: str, sets: Sequence[str] = (), config: str |
         lay = exp / "layouts" / "all-4KB.toml"
         if not lay.exists():
             raise ExperimentError(f"{lay} is missing; the experiment directory is incomplete.")
+        meta = json.loads((exp / "pools.json").read_text())
         run = Run(cpu=None if config else cpu, config=config, set=(*pools_at(meta), *sets), layout=str(lay))
     return simulate_many(str(exp / "trace.xlat"), [run], threads=threads)[0]
 
@@ -206,14 +200,14 @@ def predict(
     with warnings.catch_warnings():
         # (Mosmodel's Lasso stopping short of its tolerance on a few points: still its fit.)
         warnings.simplefilter("ignore", ConvergenceWarning)
-        fitted = m.fit(X, y)
-        r = float(fitted.predict(x[None, :])[0])
-        used = np.array([k in reads for k in INPUTS])
-        loo_max, loo_mean, loo_n = loo_errors(_model(model), X, y, margin, used)
+        r = float(m.fit(X, y).predict(x[None, :])[0])
+    used = np.array([k in reads for k in INPUTS])
+    loo_max, loo_mean, loo_n = loo_errors(_model(model), X, y, margin, used)
     base = df[df["window_length"] == 0]
     if base.empty:
         raise ExperimentError(f"{e / 'dataset.csv'} has no all-4KB layout (window length 0).")
-    ghz = float(base["R_cycles"].iloc[0] / base["R_s"].iloc[0]) / 1e9
+    # (Seconds from cycles at the clock the experiment converted with.)
+    r_s = r * float(base["R_s"].iloc[0] / base["R_cycles"].iloc[0])
     r4k = float(base["R_s"].iloc[0])
     return Prediction(
         design=design,
@@ -221,30 +215,12 @@ def predict(
         M=float(x[1]),
         C=float(x[2]),
         R_cycles=r,
-        R_s=r / (ghz * 1e9),
+        R_s=r_s,
         R_4k_s=r4k,
-        speedup=r4k / (r / (ghz * 1e9)),
+        speedup=r4k / r_s,
         loo_max_error=loo_max,
         loo_mean_error=loo_mean,
         loo_layouts=loo_n,
         outside=out,
         model=model,
     )
-
-
-def holdout_check(
-    exp: str | Path, model: str = "mosmodel", seed: int = 0, frac: float = 0.3
-) -> dict[str, float]:
-    """Fit on a random 70% of the real layouts, predict the other 30%: their errors against the
-    measured runtimes (the check that partial simulation works for this program)."""
-    e = Path(exp)
-    df = _dataset(e)
-    X = df[list(INPUTS)].to_numpy(float)
-    y = df["R_cycles"].to_numpy(float)
-    rng = np.random.default_rng(seed)
-    idx = rng.permutation(len(y))
-    n_test = max(1, round(frac * len(y)))
-    test, train = idx[:n_test], idx[n_test:]
-    pred = _model(model).fit(X[train], y[train]).predict(X[test])
-    err = np.abs(pred - y[test]) / y[test]
-    return {"held_out": int(n_test), "max_error": float(err.max()), "mean_error": float(err.mean())}
