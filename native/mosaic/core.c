@@ -78,8 +78,10 @@ static bool ext_split(extent_hooks_t *h, void *a, size_t s, size_t sa, size_t sb
   return false;
 }
 static bool ext_merge(extent_hooks_t *h, void *a, size_t sa, void *b, size_t sb, bool c, unsigned i) {
-  (void)h, (void)a, (void)sa, (void)b, (void)sb, (void)c, (void)i;
-  return false; /* one contiguous pool: any two adjacent extents may merge */
+  (void)h, (void)sa, (void)sb, (void)c, (void)i;
+  /* Extents of one pool may merge; not across pools (an aligned extent the heap could not place
+   * comes from the anon pool, heap.c), whose memory is released by each pool's rules. */
+  return mos_pool_of((uintptr_t)a) != mos_pool_of((uintptr_t)b);
 }
 
 static extent_hooks_t mos_hooks = {

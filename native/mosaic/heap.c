@@ -62,19 +62,28 @@ void *mos_heap_take(size_t size, size_t alignment, void *at, bool *zeroed) {
     ok = a && take_at(p, a, size, false, &z);
     if (!ok) ok = take_at(p, a = mos_up(p->brk, alignment), size, true, &z);
   }
-  /* Room for the block, but not at its alignment (posix_memalign of 1 GiB in a heap of 1 GiB):
-   * not an exhausted heap, and said so (issue 38). */
+  /* Room for the block, but not at its alignment (posix_memalign of 1 GiB in a heap of 1 GiB: the
+   * heap starts 1 GiB-aligned, so only its first byte has that alignment).  Natively glibc serves
+   * such a block with an anonymous mapping, so it comes from the anon pool at that alignment
+   * (issue 38); only if neither can place it is it NULL, and said so. */
   bool misaligned = !ok && !at && alignment > MOS_PAGE_4K && p->brk + size <= p->start + p->size;
+  pthread_mutex_unlock(&p->lock);
+  if (misaligned && (a = mos_anon_take_aligned(size, alignment))) {
+    if (zeroed) *zeroed = true; /* the anon pool's free memory is zero (mos_release) */
+    return (void *)a;
+  }
+  pthread_mutex_lock(&p->lock);
   bool warn = !ok && !at && !(misaligned ? align_warned : heap_warned);
   if (warn) *(misaligned ? &align_warned : &heap_warned) = true;
   pthread_mutex_unlock(&p->lock);
   if (warn && misaligned) {
-    static char why[160];
+    static char why[200];
     int g = alignment >= MOS_GiB, m = alignment >= (1UL << 20);
-    snprintf(why, sizeof why, " (a block aligned to %lu %s); raise [heap] size in the layout by the alignment.",
+    snprintf(why, sizeof why,
+             " (a block aligned to %lu %s); raise [heap] or [anon] size in the layout by the alignment.",
              (unsigned long)(alignment >> (g ? 30 : m ? 20 : 10)), g ? "GiB" : m ? "MiB" : "KiB");
-    mos_warn("the heap pool has room but no address at the alignment asked, so the aligned allocation "
-             "returns NULL",
+    mos_warn("neither the heap pool nor the anon pool has room at the alignment asked, so the aligned "
+             "allocation returns NULL",
              why, "");
   } else if (warn) {
     mos_warn("the heap pool is exhausted, so malloc now returns NULL", " (raise [heap] size in the layout)", ".");
@@ -95,9 +104,10 @@ void mos_heap_give(uintptr_t a, uintptr_t b) {
 }
 
 bool mos_heap_purge(void *addr, size_t len) {
-  mos_pool_t *p = &mos_cfg.pool[MOS_HEAP];
   uintptr_t a = (uintptr_t)addr, b = a + len;
   if (a % MOS_PAGE_4K || b % MOS_PAGE_4K) return false;
+  mos_pool_t *p = mos_pool_of(a); /* the heap's, or the anon pool's for an aligned block (above) */
+  if (!p) return false;
   /* only ranges entirely on 4KB pages: dropping part of a huge page would split or free it */
   for (int i = 0; i < p->nwin; i++) {
     uintptr_t ws = p->start + p->win[i].offset, we = ws + p->win[i].length;

@@ -114,6 +114,7 @@ bool mos_rs_remove(mos_rangeset_t *s, uintptr_t a, uintptr_t b);
 bool mos_rs_covers(const mos_rangeset_t *s, uintptr_t a, uintptr_t b);
 uintptr_t mos_piece(const mos_pool_t *p, uintptr_t addr, uintptr_t limit, int *backing);
 size_t mos_rs_lower(const mos_rangeset_t *s, uintptr_t a); /* first range ending after a */
+uintptr_t mos_anon_take_aligned(size_t len, size_t alignment); /* from the anon pool, or 0 */
 
 /* heap.c: the program break and the holes freed blocks leave below it */
 /* size bytes at `alignment` (a hole first fit, else the break), or exactly at `at` (in place growth

@@ -405,6 +405,23 @@ static uintptr_t take_first_fit(mos_pool_t *p, size_t len) {
   return res;
 }
 
+/* An aligned block for the heap's allocator that the heap cannot place (heap.c): the first free
+ * address of the anon pool at `alignment` with `len` bytes after it, taken; 0 if there is none.  The
+ * anon pool's free memory is zero (mos_release zeroes what is unmapped, or keeps it zeroed). */
+uintptr_t mos_anon_take_aligned(size_t len, size_t alignment) {
+  mos_pool_t *p = &mos_cfg.pool[MOS_ANON];
+  uintptr_t res = 0;
+  pthread_mutex_lock(&p->lock);
+  for (size_t i = 0; i < p->free.n && !res; i++) {
+    uintptr_t a = mos_up(p->free.r[i].start, alignment);
+    if (a >= p->free.r[i].start && a < p->free.r[i].end && p->free.r[i].end - a >= len) res = a;
+  }
+  if (res && !mos_rs_remove(&p->free, res, res + len)) res = 0;
+  if (res && res + len - p->start > p->high_water) p->high_water = res + len - p->start;
+  pthread_mutex_unlock(&p->lock);
+  return res;
+}
+
 /* First fit restricted to memory outside hugetlb windows: for mappings whose protection cannot be
  * applied inside a hugetlb window (mprotect works there only on whole huge pages). */
 static uintptr_t take_first_fit_4k(mos_pool_t *p, size_t len) {
