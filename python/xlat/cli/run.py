@@ -81,7 +81,8 @@ def register(subparsers: Any) -> None:
         "--verify",
         action="store_true",
         help="report, for every process of the run, the page sizes obtained per window (from smaps at "
-        "exit) and how it ended; exit 3 if the layout was not honoured or a process failed",
+        "exit) and how it ended; the exit status stays the program's, or 3 if it exited 0 but the layout "
+        "was not honoured",
     )
     p.add_argument(
         "--best-effort",
