@@ -241,6 +241,23 @@ impl Batch {
         self.side.retain(|s| (s.pos as usize) <= n);
     }
 
+    /// Split at access `at`: this batch keeps the accesses before it and the side events placed
+    /// before them (position < `at`); the returned batch holds the rest, side events placed
+    /// before access `at` (or after this batch's last) first.
+    pub fn split_off(&mut self, at: usize) -> Batch {
+        let at = at.min(self.len());
+        let k = self.side.partition_point(|s| (s.pos as usize) < at);
+        let side = self.side.split_off(k).into_iter().map(|s| SideEvent { pos: s.pos - at as u32, ..s }).collect();
+        Batch {
+            addr: self.addr.split_off(at),
+            icount: self.icount.split_off(at),
+            tid: self.tid.split_off(at),
+            size: self.size.split_off(at),
+            kind: self.kind.split_off(at),
+            side,
+        }
+    }
+
     /// Append `other`'s events after this batch's (side-event positions are rebased).
     pub fn append(&mut self, other: &Batch) {
         let base = self.len() as u32;

@@ -22,6 +22,7 @@ pub mod reader;
 pub mod source;
 pub mod text;
 mod varint;
+pub mod window;
 pub mod workload;
 pub mod writer;
 
@@ -30,4 +31,5 @@ pub use event::{Access, AccessKind, Batch, Event, Marker, SideBody, SideEvent, S
 pub use event_source::EventSource;
 pub use format::{Footer, Header};
 pub use reader::TraceReader;
+pub use window::{windowed, Window, Windowed};
 pub use writer::TraceWriter;
