@@ -303,6 +303,40 @@ def test_thp_mode_windows_get_transparent_huge_pages(lib, tmp_path):
     assert heap0.anon_huge_kb >= 256 * 1024 and heap0.anon_huge_kb >= heap0.rss_kb, rep.format()
 
 
+def test_thp_windows_that_touch_are_one_vma_and_still_honoured(lib, tmp_path):
+    # Found by scripts/soak-verify.py (issue 38, seed 38, run 57): two thp windows that touch get
+    # the same advice, so the kernel merges them into one VMA, which lies in no single window; its
+    # huge pages were counted as the pool's rest ("huge pages outside the windows", exit 3).
+    if "[never]" in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text():
+        pytest.skip("transparent huge pages are disabled on this machine")
+    lay = parse_layout(
+        'version = 1\nname = "touching"\n[heap]\nsize = "1GiB"\n'
+        'windows = [{offset = "0", length = "32MiB", page = "2MB"}, '
+        '{offset = "32MiB", length = "32MiB", page = "2MB"}]\n'
+    )
+    reports: list = []
+    with open(tmp_path / "out", "wb") as fh:
+        rc = mosaic.run(
+            lay,
+            [sys.executable, "-c", "b = bytearray(48 << 20); print('ok')"],
+            mode="thp",
+            verify=True,
+            reports=reports,
+            report_to=io.StringIO(),
+            stdout=fh,
+        )
+    rep = reports[0]
+    if rc == mosaic.EXIT_NOT_HONOURED:
+        _skip_if_the_kernel_refused_thp(rep)
+    assert rc == 0 and (tmp_path / "out").read_text() == "ok\n", rep.format()
+    assert rep.honoured, rep.format()
+    w0, w1 = (next(c for c in rep.checks if c.pool == "heap" and c.index == i) for i in (0, 1))
+    assert w0.anon_huge_kb > 32 * 1024, rep.format()  # more than one window holds: one VMA
+    assert "figures of a VMA that extends past the window" in w0.note and w1.note == w0.note
+    rest = next(c for c in rep.checks if c.pool == "heap" and c.index is None)
+    assert rest.anon_huge_kb == 0 and rest.honoured
+
+
 def test_program_thp_advice_in_pools_is_ignored(lib, tmp_path):
     """A program's own MADV_HUGEPAGE (NumPy advises it on large arrays) must not put transparent
     huge pages outside the windows: the layout decides."""

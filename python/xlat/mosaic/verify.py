@@ -228,6 +228,17 @@ def _overlapping(vmas: list[Vma], a: int, b: int) -> list[Vma]:
     return [v for v in vmas if v.start < b and v.end > a]
 
 
+def _unions(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The ranges merged where they touch or overlap, sorted."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
 def _kernel_sizes(vmas: list[Vma]) -> str:
     sizes = sorted({v.kernel_page_kb for v in vmas})
     return ",".join(PAGE_NAMES.get(s * 1024, f"{s}kB") for s in sizes) or "unmapped"
@@ -267,6 +278,9 @@ def check(map_text: str, smaps_text: str, layout: Layout, mode: str | None = Non
             htlb = sum(v.hugetlb_kb for v in ov)
             backing = mw["backing"] if mw else "missing"
             covered = sum(min(v.end, b) - max(v.start, a) for v in ov)
+            # Windows that touch and get the same advice are one VMA to the kernel (thp): smaps
+            # gives its figures for all of it, which this row shows, and says so.
+            shared = any(v.start < a or v.end > b for v in ov)
             note, ok = "", True
             if backing == "hugetlb":
                 want_kb = w.page // 1024
@@ -289,16 +303,18 @@ def check(map_text: str, smaps_text: str, layout: Layout, mode: str | None = Non
                 ok = False
                 obtained = f"{_kernel_sizes(ov)} ({backing})"
                 note = "huge pages were not obtained"
+            if shared and backing != "hugetlb":
+                note = ", ".join(x for x in (note, "figures of a VMA that extends past the window") if x)
             rep.checks.append(
                 WindowCheck(
                     pool.name, idx, w.offset, w.length, w.page_name, obtained, rss, ahp, htlb, ok, note
                 )
             )
-        # the rest of the pool must be plain 4KB memory
+        # the rest of the pool must be plain 4KB memory (a VMA within windows that touch is theirs)
         pa, pb = base, base + pool.size
         rest = []
         for v in _overlapping(vmas, pa, pb):
-            if any(v.start >= a and v.end <= b for a, b in huge_ranges):
+            if any(v.start >= a and v.end <= b for a, b in _unions(huge_ranges)):
                 continue
             rest.append(v)
         ok = all(v.kernel_page_kb == 4 and v.anon_huge_kb == 0 for v in rest)
