@@ -4,12 +4,18 @@
 //! [`Sink`] formats only when it keeps names: a time-series sample takes the values alone, in the
 //! order the components report them, with no string built and nothing serialised.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// Where counters go.
 pub trait Sink {
     fn put(&mut self, name: fmt::Arguments<'_>, value: u64);
+    /// A level rather than a count: a value of the state now (frames in use, entries held,
+    /// ways enabled). A window of the run (after a warm-up) reports a gauge as it is at the
+    /// window's end, and every other counter as its increase over the window.
+    fn gauge(&mut self, name: fmt::Arguments<'_>, value: u64) {
+        self.put(name, value)
+    }
 }
 
 /// A component with counters.
@@ -53,6 +59,20 @@ pub struct Prefixed<'a> {
 impl Sink for Prefixed<'_> {
     fn put(&mut self, name: fmt::Arguments<'_>, value: u64) {
         self.inner.put(format_args!("{}.{}", self.prefix, name), value);
+    }
+    fn gauge(&mut self, name: fmt::Arguments<'_>, value: u64) {
+        self.inner.gauge(format_args!("{}.{}", self.prefix, name), value);
+    }
+}
+
+/// A sink that keeps the names of the gauges alone ([`Sink::gauge`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct GaugeNames(pub BTreeSet<String>);
+
+impl Sink for GaugeNames {
+    fn put(&mut self, _: fmt::Arguments<'_>, _: u64) {}
+    fn gauge(&mut self, name: fmt::Arguments<'_>, _: u64) {
+        self.0.insert(name.to_string());
     }
 }
 

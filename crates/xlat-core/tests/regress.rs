@@ -13,7 +13,7 @@
 //! ```
 
 #[path = "../examples/regress/matrix.rs"]
-mod matrix;
+pub(crate) mod matrix;
 
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use xlat_trace::{text, Batch, Error, Event, EventSource, Marker, SideBody, TraceWriter};
+use xlat_trace::{text, Batch, Error, Event, EventSource, Marker, SideBody, TraceWriter, Window};
 
 create_exception!(_native, XlatError, PyException, "Base class of the errors xlat reports to users.");
 create_exception!(_native, TraceError, XlatError, "A trace file is empty, corrupt, truncated or of another version.");
@@ -41,6 +41,22 @@ fn to_py(e: Error) -> PyErr {
 
 fn open(spec: &str) -> PyResult<Box<dyn EventSource>> {
     xlat_trace::source::open(spec).map_err(to_py)
+}
+
+/// A window from Python's (skip, warmup, limit) (`xlat_trace::Window`; None: the whole trace).
+fn window_of(w: Option<(u64, u64, Option<u64>)>) -> Window {
+    w.map_or_else(Window::default, |(skip, warmup, limit)| Window { skip, warmup, limit })
+}
+
+/// `spec` through the skip and limit of `window`, for a command that has no warm-up: a warm-up
+/// is refused in one sentence naming the command.
+fn open_skip_limit(spec: &str, window: Window, what: &str, pipeline: bool) -> PyResult<Box<dyn EventSource>> {
+    if window.warmup > 0 {
+        return Err(ConfigError::new_err(format!(
+            "{what} takes --skip and --limit but no --warmup (it has no counters to start after a warm-up); give the accesses to pass over with --skip"
+        )));
+    }
+    xlat_core::sim::open_window(spec, pipeline, window).map_err(sim_to_py)
 }
 
 fn side_to_py<'py>(py: Python<'py>, pos: u64, tid: u32, icount: u64, body: &SideBody) -> PyResult<Bound<'py, PyTuple>> {
@@ -179,9 +195,15 @@ impl Source {
 
 /// Read up to `limit` accesses of `spec` into numpy columns (one dict, like `next_batch`).
 #[pyfunction]
-#[pyo3(signature = (spec, limit=None, progress=false))]
-fn read_accesses<'py>(py: Python<'py>, spec: &str, limit: Option<u64>, progress: bool) -> PyResult<Bound<'py, PyDict>> {
-    let mut src = open(spec)?;
+#[pyo3(signature = (spec, limit=None, progress=false, skip=0))]
+fn read_accesses<'py>(
+    py: Python<'py>,
+    spec: &str,
+    limit: Option<u64>,
+    progress: bool,
+    skip: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut src = open_skip_limit(spec, Window { skip, warmup: 0, limit }, "read_accesses", false)?;
     let all = py
         .allow_threads(|| -> xlat_trace::Result<Batch> {
             let bar = Progress::new(progress, src.as_ref(), "reading");
@@ -203,9 +225,17 @@ fn read_accesses<'py>(py: Python<'py>, spec: &str, limit: Option<u64>, progress:
 /// compressed format at zstd `level`. Written to `out.partial` and renamed when complete.
 /// Returns a JSON summary.
 #[pyfunction]
-#[pyo3(signature = (spec, out, level=3, progress=false, minor=xlat_trace::format::VERSION_MINOR))]
-fn convert(py: Python<'_>, spec: &str, out: &str, level: i32, progress: bool, minor: u16) -> PyResult<String> {
-    let mut src = open(spec)?;
+#[pyo3(signature = (spec, out, level=3, progress=false, minor=xlat_trace::format::VERSION_MINOR, window=None))]
+fn convert(
+    py: Python<'_>,
+    spec: &str,
+    out: &str,
+    level: i32,
+    progress: bool,
+    minor: u16,
+    window: Option<(u64, u64, Option<u64>)>,
+) -> PyResult<String> {
+    let mut src = open_skip_limit(spec, window_of(window), "xlat cut", false)?;
     let out = out.to_string();
     py.allow_threads(move || -> xlat_trace::Result<String> {
         let tmp = format!("{out}.partial");
@@ -285,7 +315,7 @@ fn trace_info(py: Python<'_>, spec: &str, progress: bool) -> PyResult<String> {
 /// The fidelity analysis of `spec` (`xlat_core::analysis::fidelity`) as a JSON string: epoch
 /// length and window lengths in instructions, granularities in bits per 2MB page.
 #[pyfunction]
-#[pyo3(signature = (spec, epoch, granularities, scales, progress=false))]
+#[pyo3(signature = (spec, epoch, granularities, scales, progress=false, window=None))]
 fn fidelity(
     py: Python<'_>,
     spec: &str,
@@ -293,12 +323,13 @@ fn fidelity(
     granularities: Vec<u32>,
     scales: Vec<u64>,
     progress: bool,
+    window: Option<(u64, u64, Option<u64>)>,
 ) -> PyResult<String> {
     use xlat_core::analysis::fidelity::{analyze, FidelityConfig};
     let cfg = FidelityConfig { epoch, granularities, scales };
     cfg.validate().map_err(|e| ConfigError::new_err(e.to_string()))?;
     let pipeline = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
-    let mut src = xlat_core::sim::open_source(spec, pipeline).map_err(sim_to_py)?;
+    let mut src = open_skip_limit(spec, window_of(window), "xlat fidelity", pipeline)?;
     let r = py.allow_threads(move || {
         let bar = Progress::new(progress, src.as_ref(), "analysing");
         analyze(src.as_mut(), &cfg, |s| bar.update(s))
@@ -319,7 +350,7 @@ fn analysis_to_py(e: xlat_core::analysis::AnalysisError) -> PyErr {
 /// The eviction study of `spec` (`xlat_core::analysis::reclaim`) as a JSON string: two passes
 /// over the source (footprint, then one reclaim engine per granularity).
 #[pyfunction]
-#[pyo3(signature = (spec, fraction, granularities, epoch, fault_us, read_bandwidth, write_bandwidth, progress=false))]
+#[pyo3(signature = (spec, fraction, granularities, epoch, fault_us, read_bandwidth, write_bandwidth, progress=false, window=None))]
 #[allow(clippy::too_many_arguments)]
 fn reclaim(
     py: Python<'_>,
@@ -331,13 +362,15 @@ fn reclaim(
     read_bandwidth: f64,
     write_bandwidth: f64,
     progress: bool,
+    window: Option<(u64, u64, Option<u64>)>,
 ) -> PyResult<String> {
     use xlat_core::analysis::reclaim::{analyze, ReclaimConfig};
     let cfg = ReclaimConfig { fraction, granularities, epoch, fault_us, read_bandwidth, write_bandwidth };
     cfg.validate().map_err(|e| ConfigError::new_err(e.to_string()))?;
     let pipeline = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
-    let mut first = xlat_core::sim::open_source(spec, pipeline).map_err(sim_to_py)?;
-    let mut second = xlat_core::sim::open_source(spec, pipeline).map_err(sim_to_py)?;
+    let w = window_of(window);
+    let mut first = open_skip_limit(spec, w, "xlat reclaim", pipeline)?;
+    let mut second = open_skip_limit(spec, w, "xlat reclaim", pipeline)?;
     let r = py.allow_threads(move || {
         let bar = Progress::new(progress, first.as_ref(), "reclaim (2 passes)");
         analyze(first.as_mut(), second.as_mut(), &cfg, |s| bar.update(s))
@@ -349,11 +382,17 @@ fn reclaim(
 /// histogram and CDF of touched 4KB pages per 2MB superpage per interval of `interval`
 /// instructions.
 #[pyfunction]
-#[pyo3(signature = (spec, interval, progress=false))]
-fn superpage_touch(py: Python<'_>, spec: &str, interval: u64, progress: bool) -> PyResult<String> {
+#[pyo3(signature = (spec, interval, progress=false, window=None))]
+fn superpage_touch(
+    py: Python<'_>,
+    spec: &str,
+    interval: u64,
+    progress: bool,
+    window: Option<(u64, u64, Option<u64>)>,
+) -> PyResult<String> {
     use xlat_core::analysis::touch::analyze;
     let pipeline = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
-    let mut src = xlat_core::sim::open_source(spec, pipeline).map_err(sim_to_py)?;
+    let mut src = open_skip_limit(spec, window_of(window), "the superpage touch analysis", pipeline)?;
     let r = py.allow_threads(move || {
         let bar = Progress::new(progress, src.as_ref(), "touched pages");
         analyze(src.as_mut(), interval, |s| bar.update(s))
@@ -365,7 +404,8 @@ fn superpage_touch(py: Python<'_>, spec: &str, interval: u64, progress: bool) ->
 /// (name, TOML, overrides, layout) whose OS model chooses page sizes, as a JSON string:
 /// set counts, most entries, page sizes ("4KB", "2MB", "1GB").
 #[pyfunction]
-#[pyo3(signature = (spec, config, sets, max_entries, page_sizes, progress=false))]
+#[pyo3(signature = (spec, config, sets, max_entries, page_sizes, progress=false, window=None))]
+#[allow(clippy::too_many_arguments)]
 fn mrc(
     py: Python<'_>,
     spec: &str,
@@ -374,6 +414,7 @@ fn mrc(
     max_entries: usize,
     page_sizes: Vec<String>,
     progress: bool,
+    window: Option<(u64, u64, Option<u64>)>,
 ) -> PyResult<String> {
     use xlat_core::analysis::mrc::{analyze, MrcConfig, MrcError};
     use xlat_core::units::PageSize;
@@ -391,7 +432,7 @@ fn mrc(
     let (w, t, s, l) = config;
     let cfg = build_config(&w, &t, &s, l)?;
     let pipeline = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
-    let mut src = xlat_core::sim::open_source(spec, pipeline).map_err(sim_to_py)?;
+    let mut src = open_skip_limit(spec, window_of(window), "xlat mrc", pipeline)?;
     let spec = spec.to_string();
     let r = py.allow_threads(move || {
         let bar = Progress::new(progress, src.as_ref(), "miss-ratio curves");
@@ -431,6 +472,7 @@ fn sim_to_py(e: xlat_core::sim::Error) -> PyErr {
         xlat_core::sim::Error::Trace(e) => to_py(e),
         xlat_core::sim::Error::Sim(e) => SimulationError::new_err(e.to_string()),
         xlat_core::sim::Error::Config(e) => ConfigError::new_err(e.to_string()),
+        e @ xlat_core::sim::Error::Window(_) => ConfigError::new_err(e.to_string()),
         // (A bug of xlat's, reported as an error Python can catch, not a panic.)
         e @ xlat_core::sim::Error::Invariant(_) => SimulationError::new_err(e.to_string()),
     }
@@ -487,7 +529,7 @@ fn build_config(
 /// threads (default: all cores); in configuration order, (JSON result, seconds opening the
 /// input, seconds opening and reading it, seconds in all) per configuration (`simrun`).
 #[pyfunction]
-#[pyo3(signature = (spec, configs, threads=None, progress=false))]
+#[pyo3(signature = (spec, configs, threads=None, progress=false, window=None))]
 #[allow(clippy::type_complexity)]
 fn simulate(
     py: Python<'_>,
@@ -495,13 +537,15 @@ fn simulate(
     configs: Vec<(String, String, Vec<String>, Option<(String, String)>)>,
     threads: Option<usize>,
     progress: bool,
+    window: Option<(u64, u64, Option<u64>)>,
 ) -> PyResult<Vec<(String, f64, f64, f64)>> {
+    let window = window_of(window);
     let cfgs = configs.iter().map(|(w, t, s, l)| build_config(w, t, s, l.clone())).collect::<PyResult<Vec<_>>>()?;
     let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     check_together(&cfgs, threads.min(cfgs.len()))?;
     let spec = spec.to_string();
     let out = py.allow_threads(move || -> Result<Vec<(String, f64, f64, f64)>, xlat_core::sim::Error> {
-        simrun::simulate_timed(&spec, &cfgs, threads, progress)
+        simrun::simulate_timed(&spec, &cfgs, threads, progress, window)
             .into_iter()
             .map(|r| r.map(|(r, t)| (r.to_json(), t.open_s, t.input_s, t.total_s)))
             .collect()
@@ -514,18 +558,20 @@ fn simulate(
 /// (None, the error) - a failing configuration does not stop the others. Configurations that
 /// cannot be built fail the call (checked first, like `simulate`).
 #[pyfunction]
-#[pyo3(signature = (spec, configs, pipeline=false))]
+#[pyo3(signature = (spec, configs, pipeline=false, window=None))]
 #[allow(clippy::type_complexity)]
 fn simulate_shared(
     py: Python<'_>,
     spec: &str,
     configs: Vec<(String, String, Vec<String>, Option<(String, String)>)>,
     pipeline: bool,
+    window: Option<(u64, u64, Option<u64>)>,
 ) -> PyResult<Vec<(Option<String>, Option<String>)>> {
+    let window = window_of(window);
     let cfgs = configs.iter().map(|(w, t, s, l)| build_config(w, t, s, l.clone())).collect::<PyResult<Vec<_>>>()?;
     check_together(&cfgs, cfgs.len())?;
     let spec = spec.to_string();
-    let out = py.allow_threads(move || simrun::simulate_shared(&spec, &cfgs, pipeline)).map_err(sim_to_py)?;
+    let out = py.allow_threads(move || simrun::simulate_shared(&spec, &cfgs, pipeline, window)).map_err(sim_to_py)?;
     Ok(out
         .into_iter()
         .map(|r| match r {

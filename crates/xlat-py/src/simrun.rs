@@ -8,9 +8,9 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use xlat_core::sim::SimResult;
-use xlat_core::sim::{open_source, Error};
+use xlat_core::sim::{open_window, Error};
 use xlat_core::Config;
-use xlat_trace::{Batch, EventSource, Footer, Header};
+use xlat_trace::{Batch, EventSource, Footer, Header, Window};
 
 /// Seconds one run spent: opening its input, waiting for its batches (the input's own work
 /// that no other thread hid), and in all.
@@ -48,9 +48,9 @@ impl EventSource for Timed {
 /// One run's outcome.
 type Outcome = Result<(SimResult, Timing), Error>;
 
-/// Simulate `spec` under `cfgs` on up to `threads` threads; with `progress`, one bar over the
-/// work of every run. Results (and timings) in configuration order.
-pub fn simulate_timed(spec: &str, cfgs: &[Config], threads: usize, progress: bool) -> Vec<Outcome> {
+/// Simulate `spec` (through `window`) under `cfgs` on up to `threads` threads; with `progress`,
+/// one bar over the work of every run. Results (and timings) in configuration order.
+pub fn simulate_timed(spec: &str, cfgs: &[Config], threads: usize, progress: bool, window: Window) -> Vec<Outcome> {
     let n = cfgs.len().max(1);
     let pipeline = threads >= 2 * n;
     let threads = threads.clamp(1, n);
@@ -73,13 +73,15 @@ pub fn simulate_timed(spec: &str, cfgs: &[Config], threads: usize, progress: boo
                     break;
                 }
                 let t0 = Instant::now();
-                let r = open_source(spec, pipeline).and_then(|src| {
+                let r = open_window(spec, pipeline, window).and_then(|src| {
                     let open_s = t0.elapsed().as_secs_f64();
                     if let Some(b) = &bar {
                         b.inc_length(src.progress().1.unwrap_or(0));
                     }
                     let mut timed = Timed { inner: src, secs: 0.0 };
-                    let r = xlat_core::simulate(&mut timed, spec, &cfgs[i], |src| {
+                    let mut sim = xlat_core::Simulator::new(&cfgs[i])?;
+                    sim.set_window(window);
+                    let r = xlat_core::sim::run(sim, &mut timed, spec, |src| {
                         if let Some(b) = &bar {
                             positions[i].store(src.progress().0, Ordering::Relaxed);
                             b.set_position(positions.iter().map(|p| p.load(Ordering::Relaxed)).sum());
@@ -110,12 +112,18 @@ pub type SharedOutcome = Result<String, String>;
 /// process per worker; with `pipeline`, decoding runs on a thread of its own). A configuration that fails (it cannot be built, memory runs out) is
 /// dropped with its error; the others go on. An input that cannot be read fails them all.
 /// Results are identical to separate runs: each simulator sees the same batches in the same order.
-pub fn simulate_shared(spec: &str, cfgs: &[Config], pipeline: bool) -> Result<Vec<SharedOutcome>, Error> {
+pub fn simulate_shared(
+    spec: &str,
+    cfgs: &[Config],
+    pipeline: bool,
+    window: Window,
+) -> Result<Vec<SharedOutcome>, Error> {
     let mut sims: Vec<Option<xlat_core::Simulator>> = Vec::with_capacity(cfgs.len());
     let mut out: Vec<Option<SharedOutcome>> = Vec::with_capacity(cfgs.len());
     for c in cfgs {
         match xlat_core::Simulator::new(c) {
-            Ok(s) => {
+            Ok(mut s) => {
+                s.set_window(window);
                 sims.push(Some(s));
                 out.push(None);
             }
@@ -125,7 +133,7 @@ pub fn simulate_shared(spec: &str, cfgs: &[Config], pipeline: bool) -> Result<Ve
             }
         }
     }
-    let mut src = open_source(spec, pipeline)?;
+    let mut src = open_window(spec, pipeline, window)?;
     let mut b = Batch::default();
     while src.next_batch(&mut b)? {
         for (sim, o) in sims.iter_mut().zip(out.iter_mut()) {
@@ -139,9 +147,10 @@ pub fn simulate_shared(spec: &str, cfgs: &[Config], pipeline: bool) -> Result<Ve
     }
     for (sim, o) in sims.iter().zip(out.iter_mut()) {
         if let Some(s) = sim {
-            *o = Some(match s.check_invariants() {
-                Ok(()) => Ok(s.result(spec).to_json()),
-                Err(e) => Err(Error::Invariant(e).to_string()),
+            *o = Some(match (s.window_error(), s.check_invariants()) {
+                (Some(e), _) => Err(Error::Window(e).to_string()),
+                (None, Ok(())) => Ok(s.result(spec).to_json()),
+                (None, Err(e)) => Err(Error::Invariant(e).to_string()),
             });
         }
     }

@@ -18,7 +18,7 @@ use crate::sim::epoch::EpochController;
 use crate::sim::result::SimResult;
 use crate::sim::shape;
 use std::collections::BTreeMap;
-use xlat_trace::{Batch, EventSource};
+use xlat_trace::{Batch, EventSource, Window};
 
 /// Where the simulation failed.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +29,9 @@ pub enum Error {
     Sim(#[from] SimError),
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    /// The window asked for does not fit the trace (one sentence).
+    #[error("{0}")]
+    Window(String),
     /// A count that must hold after every run did not: a bug of xlat's, not of the input.
     #[error("simulator invariant violated: {0} (a bug in xlat; please report it with the trace and configuration)")]
     Invariant(String),
@@ -48,6 +51,8 @@ type General<O> = Parts<AnyHandler, AnyBackend, O, true, false>;
 /// What the public face needs of a compiled copy (one virtual call per batch).
 trait Engine: Send {
     fn batch(&mut self, b: &Batch) -> Result<(), SimError>;
+    fn mark_warmup(&mut self);
+    fn gauges(&self) -> std::collections::BTreeSet<String>;
     fn counters(&self) -> BTreeMap<String, u64>;
     fn derived(&self, c: &BTreeMap<String, u64>) -> BTreeMap<String, f64>;
     fn check_invariants(&self) -> Result<(), String>;
@@ -67,6 +72,14 @@ where
 {
     fn batch(&mut self, b: &Batch) -> Result<(), SimError> {
         Core::batch(self, b)
+    }
+    fn mark_warmup(&mut self) {
+        Core::mark_warmup(self)
+    }
+    fn gauges(&self) -> std::collections::BTreeSet<String> {
+        let mut g = crate::stats::GaugeNames::default();
+        self.report(&mut g);
+        g.0
     }
     fn counters(&self) -> BTreeMap<String, u64> {
         self.counter_map()
@@ -111,9 +124,41 @@ where
 pub struct Simulator {
     engine: Box<dyn Engine>,
     variant: &'static str,
+    /// The window the result reports ([`Simulator::set_window`]).
+    window: Window,
+    /// Accesses of the warm-up still to simulate (None: counting).
+    warm_left: Option<u64>,
+    /// Accesses seen, for the sentence of a warm-up longer than the trace.
+    seen: u64,
 }
 
 impl Simulator {
+    fn of(engine: Box<dyn Engine>, variant: &'static str) -> Simulator {
+        Simulator { engine, variant, window: Window::default(), warm_left: None, seen: 0 }
+    }
+
+    /// Read the trace through `window` (before the first batch): its first `window.warmup`
+    /// accesses fed to [`Simulator::batch`] warm the structures and the OS model without being
+    /// counted; the result reports the counts after them and the window. (`skip` and `limit`
+    /// are the source's: [`open_source`].)
+    pub fn set_window(&mut self, window: Window) {
+        self.window = window;
+        self.warm_left = (window.warmup > 0).then_some(window.warmup);
+    }
+
+    /// Why the run cannot give a result for its window: the trace ended inside the warm-up.
+    pub fn window_error(&self) -> Option<String> {
+        let w = &self.window;
+        self.warm_left.map(|_| {
+            format!(
+                "the warm-up of {} accesses is longer than the trace{} ({} accesses): nothing would be counted; give a shorter warm-up",
+                w.warmup,
+                if w.skip > 0 { format!(" after --skip {}", w.skip) } else { String::new() },
+                self.seen
+            )
+        })
+    }
+
     /// The simulator of `cfg`: the copy of the loop the assembly room's plan picks for the
     /// claims of its designs (`crate::assembly`), each part built from its own section, and
     /// the designs' epoch controllers.
@@ -130,7 +175,7 @@ impl Simulator {
             (Copy::Prism, _) => Self::radix::<PlainPrism>(cfg, Copy::Prism, Prism::new(cfg))?,
             (Copy::Mach, _) => {
                 let core = Core::<HandlerOnly>::new(cfg, MachHandler::new(cfg), Dram, NoObserver)?;
-                Simulator { engine: Box::new(core), variant: Copy::Mach.name() }
+                Simulator::of(Box::new(core), Copy::Mach.name())
             }
             (Copy::Hybrid | Copy::Rainbow, Observer::TlbCounts) => {
                 let h = cfg.hybrid.as_ref().expect("TLB counting is [hybrid]'s");
@@ -176,7 +221,7 @@ impl Simulator {
         V: Variant<Handler = RadixWalker, Backend = Dram>,
     {
         let core = Core::<V>::new(cfg, RadixWalker::new(cfg), Dram, obs)?;
-        Ok(Simulator { engine: Box::new(core), variant: copy.name() })
+        Ok(Simulator::of(Box::new(core), copy.name()))
     }
 
     fn general<O: AccessObserver + 'static>(cfg: &Config, obs: O) -> Result<Simulator, Error> {
@@ -186,7 +231,7 @@ impl Simulator {
         };
         let backend = crate::mem::backend::from_config(cfg);
         let core = Core::<General<O>>::new(cfg, handler, backend, obs)?;
-        Ok(Simulator { engine: Box::new(core), variant: Copy::General.name() })
+        Ok(Simulator::of(Box::new(core), Copy::General.name()))
     }
 
     /// The hybrid DRAM/NVM memory's loop (`[hybrid]`), or Rainbow's (`copy`).
@@ -194,11 +239,11 @@ impl Simulator {
         if copy == Copy::Rainbow {
             let mem = crate::mem::rainbow::RainbowMemory::new(cfg);
             let core = Core::<RainbowMemory<O>>::new(cfg, RadixWalker::new(cfg), mem, obs)?;
-            return Ok(Simulator { engine: Box::new(core), variant: copy.name() });
+            return Ok(Simulator::of(Box::new(core), copy.name()));
         }
         let mem = crate::mem::hybrid::HybridMemory::new(cfg);
         let core = Core::<HybridMemory<O>>::new(cfg, RadixWalker::new(cfg), mem, obs)?;
-        Ok(Simulator { engine: Box::new(core), variant: copy.name() })
+        Ok(Simulator::of(Box::new(core), copy.name()))
     }
 
     /// Which compiled copy runs: `plain`, `staged`, `lite`, `prism`, `mach`, `hybrid`,
@@ -240,7 +285,33 @@ impl Simulator {
 
     /// Simulate one batch: accesses in order, side events before the access they precede.
     pub fn batch(&mut self, b: &Batch) -> Result<(), SimError> {
-        self.engine.batch(b)
+        self.seen += b.len() as u64;
+        match self.warm_left {
+            None => self.engine.batch(b),
+            Some(left) if (b.len() as u64) < left => {
+                self.warm_left = Some(left - b.len() as u64);
+                self.engine.batch(b)
+            }
+            Some(left) => {
+                // The warm-up ends in this batch: its accesses up to the end, the mark, the rest
+                // (side events placed at the end come after the mark).
+                let mut first = b.clone();
+                let rest = first.split_off(left as usize);
+                self.engine.batch(&first)?;
+                self.engine.mark_warmup();
+                self.warm_left = None;
+                match rest.has_no_events() {
+                    true => Ok(()),
+                    false => self.engine.batch(&rest),
+                }
+            }
+        }
+    }
+
+    /// The counters that are gauges (levels of the state, which a window reports as they are at
+    /// its end; the others are counts, reported as their increase over it).
+    pub fn gauges(&self) -> std::collections::BTreeSet<String> {
+        self.engine.gauges()
     }
 
     /// Every counter, flat, named as a tree (`tlb.l2.hits`, `walker.loads.pd.L2`), sorted.
@@ -260,7 +331,9 @@ impl Simulator {
 
     /// The result of the run so far.
     pub fn result(&self, trace: &str) -> SimResult {
-        self.engine.result(trace)
+        let mut r = self.engine.result(trace);
+        r.window = (!self.window.is_whole()).then_some(self.window);
+        r
     }
 }
 
@@ -286,12 +359,21 @@ pub fn run(
         sim.batch(&b)?;
         on_batch(src);
     }
+    if let Some(e) = sim.window_error() {
+        return Err(Error::Window(e));
+    }
     sim.check_invariants().map_err(Error::Invariant)?;
     Ok(sim.result(trace))
 }
 
 /// Open `trace`, decoding on a thread of its own if `pipeline` (see [`crate::pipeline`]).
 pub fn open_source(trace: &str, pipeline: bool) -> Result<Box<dyn EventSource>, Error> {
-    let src = xlat_trace::source::open(trace)?;
+    open_window(trace, pipeline, Window::default())
+}
+
+/// Open `trace` seen through `window`'s skip and limit ([`xlat_trace::Windowed`]; the warm-up
+/// is the simulator's: [`Simulator::set_window`]).
+pub fn open_window(trace: &str, pipeline: bool, window: Window) -> Result<Box<dyn EventSource>, Error> {
+    let src = xlat_trace::windowed(xlat_trace::source::open(trace)?, window);
     Ok(if pipeline { Box::new(crate::pipeline::pipelined(src, 4)) } else { src })
 }

@@ -92,15 +92,15 @@ impl ContiguityEpochs {
 impl Counters for ContiguityEpochs {
     fn counters(&self, out: &mut dyn Sink) {
         let s = &self.last;
-        out.put(format_args!("pages"), s.pages);
-        out.put(format_args!("entries_4k"), s.entries_4k);
-        out.put(format_args!("entries_2m"), s.entries_2m);
-        out.put(format_args!("entries_1g"), s.entries_1g);
-        out.put(format_args!("runs"), s.runs);
-        out.put(format_args!("ranges"), s.ranges);
-        out.put(format_args!("range_pages"), s.range_pages);
-        out.put(format_args!("largest"), s.largest);
-        out.put(format_args!("runs_99"), s.runs_99);
+        out.gauge(format_args!("pages"), s.pages);
+        out.gauge(format_args!("entries_4k"), s.entries_4k);
+        out.gauge(format_args!("entries_2m"), s.entries_2m);
+        out.gauge(format_args!("entries_1g"), s.entries_1g);
+        out.gauge(format_args!("runs"), s.runs);
+        out.gauge(format_args!("ranges"), s.ranges);
+        out.gauge(format_args!("range_pages"), s.range_pages);
+        out.gauge(format_args!("largest"), s.largest);
+        out.gauge(format_args!("runs_99"), s.runs_99);
     }
 }
 

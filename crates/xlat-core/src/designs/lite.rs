@@ -195,7 +195,7 @@ impl Counters for Lite {
         out.put(format_args!("instructions"), self.instructions0);
         out.put(format_args!("xlat_cycles"), self.xlat_cycles);
         for t in &self.tlbs {
-            out.put(format_args!("{}.ways", t.name), t.ways as u64);
+            out.gauge(format_args!("{}.ways", t.name), t.ways as u64);
             for (k, (&l, &f)) in t.lookups.iter().zip(&t.fills).enumerate() {
                 out.put(format_args!("{}.lookups_w{}", t.name, t.ways_max >> k), l);
                 out.put(format_args!("{}.fills_w{}", t.name, t.ways_max >> k), f);

@@ -51,10 +51,13 @@ pub trait Backend: Counters + Send + 'static {
         false
     }
     /// Figures derived from the counts (dynamic energy), added to the result's derived metrics.
-    fn derived(&self, _out: &mut BTreeMap<String, f64>) {}
-    /// A time and energy model over the run's `instructions`, after [`Backend::derived`]
-    /// (`out` holds the translation part of the time estimate, `time.*`).
-    fn time_model(&self, _instructions: u64, _out: &mut BTreeMap<String, f64>) {}
+    ///
+    /// Derived figures are functions of the counters `c` (and the configuration), not of the
+    /// state: a window of the run after a warm-up passes the window's counts.
+    fn derived(&self, _c: &BTreeMap<String, u64>, _out: &mut BTreeMap<String, f64>) {}
+    /// A time and energy model over the run's counters `c` and `instructions`, after
+    /// [`Backend::derived`] (`out` holds the translation part of the time estimate, `time.*`).
+    fn time_model(&self, _c: &BTreeMap<String, u64>, _instructions: u64, _out: &mut BTreeMap<String, f64>) {}
     fn side(&mut self, _body: &SideBody) {}
     /// The write-back cycles since the last call (dirty lines that left the last level), for
     /// the overlap model's write buffer; memories that track no dirty lines have none.
@@ -174,10 +177,11 @@ impl Backend for MemoryKinds {
 
     /// Dynamic energy per kind (static energy needs a run time in seconds, which the additive
     /// time estimate in cycles does not give without a clock: left to the energy model).
-    fn derived(&self, out: &mut BTreeMap<String, f64>) {
+    fn derived(&self, c: &BTreeMap<String, u64>, out: &mut BTreeMap<String, f64>) {
         for k in &self.kinds {
             let s = &k.spec;
-            let dynamic = k.reads as f64 * s.read_energy_pj + k.writes as f64 * s.write_energy_pj;
+            let n = |what: &str| c.get(&format!("memory.{}.{what}", s.name)).copied().unwrap_or(0) as f64;
+            let dynamic = n("reads") * s.read_energy_pj + n("writes") * s.write_energy_pj;
             out.insert(format!("memory.{}.dynamic_energy_nj", s.name), dynamic / 1e3);
         }
     }
@@ -218,9 +222,9 @@ impl Backend for AnyBackend {
             AnyBackend::Kinds(k) => k.access(pa, write, walk, dram),
         }
     }
-    fn derived(&self, out: &mut BTreeMap<String, f64>) {
+    fn derived(&self, c: &BTreeMap<String, u64>, out: &mut BTreeMap<String, f64>) {
         if let AnyBackend::Kinds(k) = self {
-            k.derived(out)
+            k.derived(c, out)
         }
     }
 }
@@ -265,7 +269,7 @@ mod tests {
             assert_eq!(c.0[&format!("memory.{n}.walk_reads")], wr);
         }
         let mut d = BTreeMap::new();
-        m.derived(&mut d);
+        m.derived(&c.0, &mut d);
         assert_eq!(d["memory.nvm.dynamic_energy_nj"], 0.03);
         assert_eq!(d["memory.dram.dynamic_energy_nj"], 0.03);
         assert_eq!(Dram.access(123, true, true, 77), 77);

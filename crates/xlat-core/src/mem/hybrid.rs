@@ -403,10 +403,23 @@ impl Backend for HybridMemory {
 
     /// The time and energy model (`docs/rainbow.md`): `out` already holds the translation part
     /// (`time.*`).
-    fn time_model(&self, instructions: u64, out: &mut BTreeMap<String, f64>) {
+    fn time_model(&self, counts: &BTreeMap<String, u64>, instructions: u64, out: &mut BTreeMap<String, f64>) {
         let get = |k: &str| out.get(k).copied().unwrap_or(0.0);
         let (base, stlb, walk) = (get("time.base_cycles"), get("time.stlb_hit_cycles"), get("time.walk_cycles"));
-        let c = &self.cycles;
+        // From the counters (hybrid.cycles.*, hybrid.KIND.*), not the state: a window's own.
+        let n = |k: String| counts.get(&k).copied().unwrap_or(0);
+        let cy = |k: &str| n(format!("hybrid.cycles.{k}"));
+        let c = Cycles {
+            data_reads: cy("memory_reads"),
+            writebacks: cy("writebacks"),
+            migration: cy("migration"),
+            clflush: cy("clflush"),
+            shootdown: cy("shootdown"),
+            remap: cy("remap"),
+            bitmap: cy("bitmap"),
+            pointer: cy("pointer"),
+            tlb4k: cy("tlb4k"),
+        };
         let parts = [
             ("base", base),
             ("stlb_hit", stlb),
@@ -445,9 +458,10 @@ impl Backend for HybridMemory {
         let seconds = total / (self.cfg.clock_ghz * 1e9);
         put("hybrid.seconds".into(), seconds);
         let mut energy = 0.0;
-        for (s, k) in self.specs.iter().zip(&self.kinds) {
-            let dynamic = (k.reads + k.copy_reads + k.meta_reads) as f64 * s.read_energy_pj
-                + (k.writebacks + k.copy_writes + k.meta_writes) as f64 * s.write_energy_pj;
+        for s in &self.specs {
+            let k = |what: &str| n(format!("hybrid.{}.{what}", s.name));
+            let dynamic = (k("reads") + k("copy_reads") + k("meta_reads")) as f64 * s.read_energy_pj
+                + (k("writebacks") + k("copy_writes") + k("meta_writes")) as f64 * s.write_energy_pj;
             let dynamic_nj = dynamic / 1e3;
             // mW x s = mJ = 10^6 nJ.
             let static_nj = s.static_power_mw * seconds * 1e6;
@@ -481,6 +495,6 @@ impl Counters for HybridMemory {
         out.put(format_args!("hybrid.cycles.bitmap"), c.bitmap);
         out.put(format_args!("hybrid.cycles.pointer"), c.pointer);
         out.put(format_args!("hybrid.cycles.tlb4k"), c.tlb4k);
-        out.put(format_args!("hybrid.dirty_lines"), self.dirty_lines());
+        out.gauge(format_args!("hybrid.dirty_lines"), self.dirty_lines());
     }
 }

@@ -306,11 +306,11 @@ impl UtilityMigration {
         out.put(format_args!("promotions"), self.promotions);
         out.put(format_args!("demotions_clean"), self.demotions_clean);
         out.put(format_args!("demotions_dirty"), self.demotions_dirty);
-        out.put(format_args!("threshold_cycles"), self.threshold.current);
+        out.gauge(format_args!("threshold_cycles"), self.threshold.current);
         out.put(format_args!("threshold_changes"), self.threshold.changes);
         out.put(format_args!("stale"), self.stale);
-        out.put(format_args!("dram_clean_pages"), clean);
-        out.put(format_args!("dram_dirty_pages"), dirty);
+        out.gauge(format_args!("dram_clean_pages"), clean);
+        out.gauge(format_args!("dram_dirty_pages"), dirty);
     }
 }
 

@@ -270,8 +270,8 @@ impl Backend for RainbowMemory {
         self.is_cached(pfn)
     }
 
-    fn time_model(&self, instructions: u64, out: &mut BTreeMap<String, f64>) {
-        self.hybrid.time_model(instructions, out)
+    fn time_model(&self, c: &BTreeMap<String, u64>, instructions: u64, out: &mut BTreeMap<String, f64>) {
+        self.hybrid.time_model(c, instructions, out)
     }
 
     fn side(&mut self, body: &SideBody) {
@@ -315,14 +315,14 @@ impl Counters for RainbowMemory {
         out.put(format_args!("rainbow.bitmap_cache.misses"), s.misses);
         out.put(format_args!("rainbow.bitmap_cache.walk_fills"), s.walk_fills);
         out.put(format_args!("rainbow.bitmap_cache.walk_fill_misses"), s.walk_fill_misses);
-        out.put(format_args!("rainbow.cached_pages"), self.cached.len() as u64);
+        out.gauge(format_args!("rainbow.cached_pages"), self.cached.len() as u64);
         // Copies made over the run, and those a translation ever reached (dropped or still
         // cached): the rest were copied and never read from DRAM.
         let used_now = self.copies.keys().filter(|&&d| bit(&self.used_bits, d)).count() as u64;
         out.put(format_args!("rainbow.copies_made"), s.copies_made);
         out.put(format_args!("rainbow.copies_used"), s.copies_used_dropped + used_now);
         if let crate::mem::hybrid::PageCounting::TwoStage(t) = self.hybrid.counting() {
-            out.put(format_args!("rainbow.monitored_superpages"), t.monitored().len() as u64);
+            out.gauge(format_args!("rainbow.monitored_superpages"), t.monitored().len() as u64);
             out.put(format_args!("rainbow.stage2_pages_counted"), t.pages_counted);
             out.put(format_args!("rainbow.counter_overflows"), t.overflows);
         }

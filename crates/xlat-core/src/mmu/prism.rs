@@ -365,11 +365,11 @@ impl Counters for Prism {
             mre_updates
         );
         out.put(format_args!("prism.tlb_hits"), s.accesses - s.mre_loads_at.iter().sum::<u64>());
-        out.put(format_args!("prism.registry_entries"), self.slots.len() as u64);
+        out.gauge(format_args!("prism.registry_entries"), self.slots.len() as u64);
         let (a, d) = self.slots.iter().fold((0u64, 0u64), |(a, d), x| {
             (a + x.mre.access.count_ones() as u64, d + x.mre.dirty.count_ones() as u64)
         });
-        out.put(format_args!("prism.access_bits_set"), a);
-        out.put(format_args!("prism.dirty_bits_set"), d);
+        out.gauge(format_args!("prism.access_bits_set"), a);
+        out.gauge(format_args!("prism.dirty_bits_set"), d);
     }
 }

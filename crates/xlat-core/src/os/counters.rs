@@ -86,7 +86,6 @@ impl OsStats {
             faults_2m,
             faults_1g,
             huge_fallbacks,
-            page_table_pages,
             vmas_created,
             inferred_vmas,
             syscalls,
@@ -99,8 +98,10 @@ impl OsStats {
             huge_splits,
             pool_overflows,
             context_switches,
-            frames_in_use,
         );
+        // Levels of the state at the end, not counts (a window reports them as they are).
+        out.gauge(format_args!("os.page_table_pages"), self.page_table_pages);
+        out.gauge(format_args!("os.frames_in_use"), self.frames_in_use);
         if g.eager {
             crate::report_fields!(out, "os", self, eager_frames, eager_blocks, eager_4k, eager_2m, eager_1g);
             if g.promote {
@@ -108,9 +109,9 @@ impl OsStats {
             }
         }
         if g.ranges {
-            out.put(format_args!("os.ranges"), ranges.0);
-            out.put(format_args!("os.range_frames"), ranges.1);
-            out.put(format_args!("os.range_table_pages"), ranges.2);
+            out.gauge(format_args!("os.ranges"), ranges.0);
+            out.gauge(format_args!("os.range_frames"), ranges.1);
+            out.gauge(format_args!("os.range_table_pages"), ranges.2);
         }
         if g.zones {
             crate::report_fields!(out, "os", self, migrations);
@@ -119,7 +120,7 @@ impl OsStats {
             crate::report_fields!(out, "os", self, reclaimed_pages, major_faults);
         }
         if g.metadata {
-            crate::report_fields!(out, "os", self, companion_pages);
+            out.gauge(format_args!("os.companion_pages"), self.companion_pages);
         }
     }
 }

@@ -148,6 +148,9 @@ pub(crate) struct Core<V: Variant> {
     /// The overlap time model (`time.model = "overlap"`; with the data caches only), fed one
     /// event per access from the data access.
     pub(crate) timing: Option<Box<Timing>>,
+    /// The counts when the warm-up ended (`Simulator::set_warmup`), subtracted from what the
+    /// result reports.
+    pub(crate) warm: Option<Box<super::result::Warm>>,
 }
 
 /// The overlap model and what the engine tells it per access: the translation's latency (set
@@ -235,6 +238,7 @@ impl<V: Variant> Core<V> {
                 })),
                 _ => None,
             },
+            warm: None,
             cfg: cfg.clone(),
         };
         core.skylake_shape = core.has_shape::<SkylakeShape>();

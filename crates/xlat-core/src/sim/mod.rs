@@ -20,7 +20,7 @@ pub mod result;
 pub mod shape;
 
 pub use crate::assembly::parallel::simulate_many;
-pub use crate::assembly::simulator::{open_source, run, simulate, Error, Simulator};
+pub use crate::assembly::simulator::{open_source, open_window, run, simulate, Error, Simulator};
 pub use crate::mmu::observer;
 pub use crate::mmu::walker::radix::TABLE_NAMES;
 pub use result::{Series, SimResult, SCHEMA, SCHEMA_VERSION};

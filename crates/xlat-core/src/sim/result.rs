@@ -5,9 +5,9 @@
 use super::engine::{Core, Variant};
 use super::epoch;
 use crate::mmu::walker::MissHandler;
-use crate::stats::{Counters, Named, Sink};
+use crate::stats::{Counters, GaugeNames, Named, Sink};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub const SCHEMA: &str = "xlat-sim-result";
 pub const SCHEMA_VERSION: u32 = 1;
@@ -44,7 +44,27 @@ pub struct SimResult {
     /// `sim.contiguity`: the ranges the OS could form at the end of the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contiguity: Option<crate::os::Contiguity>,
+    /// The accesses of the trace read and counted (absent: the whole trace, all counted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<xlat_trace::Window>,
     pub config: serde_json::Value,
+}
+
+/// What the run had counted when its warm-up ended ([`Core::mark_warmup`]): the result reports
+/// counts since then, so that the structures and the OS start the window warm and the counters
+/// at zero. Every derived figure is computed from the window's counts.
+pub(crate) struct Warm {
+    /// Every counter at the mark, and which of them are gauges (reported as they are at the end).
+    counters: BTreeMap<String, u64>,
+    gauges: BTreeSet<String>,
+    /// Per TLB level: lookups and hits at the mark ([`crate::mmu::Mmu::level_summary`]).
+    levels: Vec<(u64, u64, u64)>,
+    /// The overlap model's tallies at the mark.
+    timing: Option<crate::time::Models>,
+    /// Walks per 2MB region at the mark (`sim.miss_profile`).
+    miss_profile: Option<Vec<(u64, u64)>>,
+    /// Samples of the time series taken during the warm-up (dropped from the result).
+    samples: usize,
 }
 
 impl SimResult {
@@ -89,17 +109,57 @@ impl<V: Variant> Core<V> {
         epoch::report(&self.epochs.slots, out);
     }
 
-    /// Every counter, sorted by name.
+    /// Every counter, sorted by name: since the warm-up's end if there was one (gauges as
+    /// they are).
     pub(crate) fn counter_map(&self) -> BTreeMap<String, u64> {
         let mut n = Named::default();
         self.report(&mut n);
-        n.0
+        let Some(w) = &self.warm else { return n.0 };
+        n.0.into_iter()
+            .map(|(k, v)| {
+                let v = match w.gauges.contains(&k) {
+                    true => v,
+                    false => v - w.counters.get(&k).copied().unwrap_or(0),
+                };
+                (k, v)
+            })
+            .collect()
+    }
+
+    /// End the warm-up here: the counts reported from now on start at zero (the state stays).
+    pub(crate) fn mark_warmup(&mut self) {
+        let mut n = Named::default();
+        self.report(&mut n);
+        let mut g = GaugeNames::default();
+        self.report(&mut g);
+        self.warm = Some(Box::new(Warm {
+            counters: n.0,
+            gauges: g.0,
+            levels: self.mmu.level_summary(),
+            timing: self.timing.as_ref().map(|t| t.model.clone()),
+            miss_profile: self.handler.miss_profile(),
+            samples: self.series.len(),
+        }));
+    }
+
+    /// Walks per 2MB region (`sim.miss_profile`), since the warm-up.
+    fn miss_profile(&self) -> Option<Vec<(u64, u64)>> {
+        let now = self.handler.miss_profile()?;
+        let Some(before) = self.warm.as_ref().and_then(|w| w.miss_profile.as_ref()) else { return Some(now) };
+        let before: BTreeMap<u64, u64> = before.iter().copied().collect();
+        Some(
+            now.into_iter()
+                .map(|(r, n)| (r, n - before.get(&r).copied().unwrap_or(0)))
+                .filter(|&(_, n)| n > 0)
+                .collect(),
+        )
     }
 
     /// Derived metrics: MPKI per level, H/M/C, the additive time estimate.
     pub(crate) fn derived(&self, c: &BTreeMap<String, u64>) -> BTreeMap<String, f64> {
         let mut d = BTreeMap::new();
-        let instr = self.instructions as f64;
+        let instructions = c["instructions"];
+        let instr = instructions as f64;
         let per_k = |x: u64| {
             if instr > 0.0 {
                 x as f64 * 1000.0 / instr
@@ -109,7 +169,10 @@ impl<V: Variant> Core<V> {
         };
         let mut stlb_cycles = 0u64;
         let mut h = 0u64;
+        let before = self.warm.as_ref().map(|w| &w.levels);
         for (l, (n, hit, latency)) in self.mmu.level_summary().into_iter().enumerate() {
+            let (n0, hit0, _) = before.and_then(|b| b.get(l)).copied().unwrap_or_default();
+            let (n, hit) = (n - n0, hit - hit0);
             d.insert(format!("tlb_level{}.mpki", l + 1), per_k(n - hit));
             d.insert(format!("tlb_level{}.hit_rate", l + 1), if n > 0 { hit as f64 / n as f64 } else { 0.0 });
             if l >= 1 {
@@ -137,18 +200,21 @@ impl<V: Variant> Core<V> {
         d.insert("time.walk_share".into(), share(cyc as f64));
         d.insert("time.tlb_hit_share".into(), share(stlb_cycles as f64));
         if let Some(t) = &self.timing {
-            t.model.report(self.instructions, &mut d);
+            match self.warm.as_ref().and_then(|w| w.timing.as_ref()) {
+                Some(before) => t.model.since(before).report(instructions, &mut d),
+                None => t.model.report(instructions, &mut d),
+            }
         }
-        self.backend_derived(&mut d);
+        self.backend_derived(c, &mut d);
         if let (Some(&p), Some(&h)) = (c.get("mach.stlb.probes"), c.get("mach.stlb.hits")) {
             d.insert("mach.stlb.hit_rate".into(), if p > 0 { h as f64 / p as f64 } else { 0.0 });
         }
         d
     }
 
-    fn backend_derived(&self, d: &mut BTreeMap<String, f64>) {
-        crate::mem::backend::Backend::derived(&self.backend, d);
-        crate::mem::backend::Backend::time_model(&self.backend, self.instructions, d);
+    fn backend_derived(&self, c: &BTreeMap<String, u64>, d: &mut BTreeMap<String, f64>) {
+        crate::mem::backend::Backend::derived(&self.backend, c, d);
+        crate::mem::backend::Backend::time_model(&self.backend, c, c["instructions"], d);
     }
 
     /// Check the invariants that hold after every run; returns the first violated one.
@@ -176,7 +242,21 @@ impl<V: Variant> Core<V> {
             } else {
                 ("instructions", self.cfg.sim.interval_instructions)
             };
-            Series { unit: unit.into(), every, columns: counters.keys().cloned().collect(), rows: self.series.clone() }
+            let rows = match &self.warm {
+                None => self.series.clone(),
+                // Samples after the warm-up, as counts since it (gauges as they are).
+                Some(w) => {
+                    let base: Vec<Option<u64>> = counters
+                        .keys()
+                        .map(|k| (!w.gauges.contains(k)).then(|| w.counters.get(k).copied().unwrap_or(0)))
+                        .collect();
+                    self.series[w.samples..]
+                        .iter()
+                        .map(|row| row.iter().zip(&base).map(|(&v, b)| v - b.unwrap_or(0)).collect())
+                        .collect()
+                }
+            };
+            Series { unit: unit.into(), every, columns: counters.keys().cloned().collect(), rows }
         });
         let epochs = self
             .epochs
@@ -204,8 +284,9 @@ impl<V: Variant> Core<V> {
             fragmentation: serde_json::to_value(self.os.fragmentation()).expect("serialises"),
             series,
             epochs,
-            miss_profile: self.handler.miss_profile(),
+            miss_profile: self.miss_profile(),
             contiguity: self.cfg.sim.contiguity.then(|| self.os.contiguity()),
+            window: None,
             config: self.cfg.to_json(),
         }
     }

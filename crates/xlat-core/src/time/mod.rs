@@ -123,6 +123,14 @@ impl Models {
         Models { main: Overlap::new(t, &t.main(cpi)), grid: t.grid.iter().map(|g| Overlap::new(t, g)).collect() }
     }
 
+    /// The tallies since `before` (the same models earlier): [`Overlap::since`] of each.
+    pub fn since(&self, before: &Models) -> Models {
+        Models {
+            main: self.main.since(&before.main),
+            grid: self.grid.iter().zip(&before.grid).map(|(m, b)| m.since(b)).collect(),
+        }
+    }
+
     #[inline]
     pub fn event(&mut self, e: Event) {
         self.main.event(e);
@@ -287,8 +295,24 @@ impl Overlap {
         put("total_cycles", total);
         put("intervals", s.intervals as f64);
         put("events", s.events as f64);
-        put("overlapped_events", (s.in_intervals - s.intervals) as f64);
+        put("overlapped_events", s.in_intervals.saturating_sub(s.intervals) as f64);
         put("events_per_interval", if s.intervals > 0 { s.in_intervals as f64 / s.intervals as f64 } else { 0.0 });
+    }
+
+    /// This model's tallies since `before`, the same model earlier (a window after a warm-up);
+    /// the state (the open interval, busy units) is now's.
+    pub fn since(&self, before: &Overlap) -> Overlap {
+        let mut s = self.clone();
+        s.stall_intervals -= before.stall_intervals;
+        s.stall_fetch -= before.stall_fetch;
+        s.stall_stores -= before.stall_stores;
+        s.stall_writes -= before.stall_writes;
+        s.walker_wait -= before.walker_wait;
+        s.mshr_wait -= before.mshr_wait;
+        s.intervals -= before.intervals;
+        s.events -= before.events;
+        s.in_intervals -= before.in_intervals;
+        s
     }
 
     /// The total cycles of `instructions` instructions (the open interval's stall included).
