@@ -107,6 +107,9 @@ def analyze(
     granularities: tuple[int, ...] | list[int] = GRANULARITIES,
     epochs: tuple[int, ...] | list[int] | None = None,
     progress: bool = False,
+    *,
+    skip: int = 0,
+    limit: int | None = None,
 ) -> FidelityResult:
     """Analyse a trace file or ``workload:`` spec in one pass.
 
@@ -114,8 +117,12 @@ def analyze(
     ``granularities``: bits per 2MB page, powers of two from 1 to 512.
     ``epochs``: window lengths in instructions for the spatial/temporal study, each a multiple of
     ``epoch`` (default: ``epoch`` times 1, 2, 4, ..., 128).
+    ``skip``, ``limit``: the accesses read (:mod:`xlat.window`).
     Bad values raise ``ValueError`` or ``xlat.ConfigError`` with one sentence.
     """
+    from xlat.window import window
+
+    win = window(skip, 0, limit)
     spec = str(trace_or_spec)
     scales = [epoch * k for k in DEFAULT_SCALES] if epochs is None else list(epochs)
     _check_range(epoch, _U64, "the epoch must be at least 1 instruction, not {v}")
@@ -130,7 +137,7 @@ def analyze(
             s, _U64, f"epoch length {{v}} is not a positive multiple of the epoch ({epoch} instructions)"
         )
     raw = _native.fidelity(
-        spec, int(epoch), [int(g) for g in granularities], [int(s) for s in scales], progress
+        spec, int(epoch), [int(g) for g in granularities], [int(s) for s in scales], progress, win.native()
     )
     return FidelityResult(spec, json.loads(raw))
 

@@ -128,11 +128,17 @@ def mrc(
     max_entries: int = DEFAULT_MAX_ENTRIES,
     page_sizes: Sequence[str] = PAGE_SIZES,
     progress: bool = False,
+    skip: int = 0,
+    limit: int | None = None,
 ) -> MrcResult:
     """The curves of ``trace`` (a file or ``workload:`` spec) under the OS model of a preset
     (``cpu``, default skylake) or a TOML file (``config``) with ``--set``-style overrides and
     optionally a mosaic ``layout``; ``policy`` (``4k``, ``thp``) is ``os.policy``. ``sets``: set
-    counts, powers of two (1: fully associative); ``max_entries``: the largest TLB reported."""
+    counts, powers of two (1: fully associative); ``max_entries``: the largest TLB reported;
+    ``skip``, ``limit``: the accesses read (:mod:`xlat.window`)."""
+    from xlat.window import window
+
+    win = window(skip, 0, limit)
     if cpu is None and config is None:
         cpu = "skylake"
     if policy is not None and policy not in ("4k", "thp"):
@@ -143,7 +149,7 @@ def mrc(
         raise _native.ConfigError(f"page size {twice} is given twice; give each page size once.")
     overrides = list(set) + ([f"os.policy={policy}"] if policy else [])
     args = Run(cpu=cpu, config=config, set=tuple(overrides), layout=layout)._native_args()
-    out = _native.mrc(trace, args, list(sets), int(max_entries), sizes, progress)
+    out = _native.mrc(trace, args, list(sets), int(max_entries), sizes, progress, win.native())
     return MrcResult(json.loads(out))
 
 

@@ -216,15 +216,22 @@ def compare(
     configs: tuple[str, ...] | list[str] = CONFIGS,
     threads: int | None = None,
     progress: bool = False,
+    *,
+    skip: int = 0,
+    warmup: int = 0,
+    limit: int | None = None,
 ) -> Comparison:
     """Run the configurations ``configs`` (of :data:`CONFIGS`) on a trace file or ``workload:``
-    spec, with the memory scaled to ``dram`` and ``nvm`` if given (see :func:`runs`)."""
+    spec, with the memory scaled to ``dram`` and ``nvm`` if given (see :func:`runs`), over the
+    window ``skip``, ``warmup``, ``limit`` (:mod:`xlat.window`)."""
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown:
         raise ValueError(f"unknown configuration '{unknown[0]}' (known: {', '.join(CONFIGS)})")
     chosen = [r for n, r in zip(CONFIGS, runs(dram, nvm, sets), strict=True) if n in configs]
     names = [n for n in CONFIGS if n in configs]
-    res = simulate_many(str(trace_or_spec), chosen, threads=threads, progress=progress)
+    res = simulate_many(
+        str(trace_or_spec), chosen, threads=threads, progress=progress, skip=skip, warmup=warmup, limit=limit
+    )
     return Comparison(str(trace_or_spec), dict(zip(names, res, strict=True)), dram, nvm)
 
 

@@ -79,10 +79,16 @@ def analyze(
     read_bandwidth: float = DEFAULT_BANDWIDTH,
     write_bandwidth: float = DEFAULT_BANDWIDTH,
     progress: bool = False,
+    *,
+    skip: int = 0,
+    limit: int | None = None,
 ) -> ReclaimResult:
     """Replay a trace file or ``workload:`` spec (read twice) against memory of ``fraction`` of
     its footprint, once per granularity. Bad values raise ``ValueError`` or ``xlat.ConfigError``
-    with one sentence."""
+    with one sentence. ``skip``, ``limit``: the accesses read (:mod:`xlat.window`)."""
+    from xlat.window import window
+
+    win = window(skip, 0, limit)
     spec = str(trace_or_spec)
     if not isinstance(fraction, (int, float)) or not (0 < fraction <= 1):
         raise ValueError(
@@ -112,5 +118,6 @@ def analyze(
         float(read_bandwidth),
         float(write_bandwidth),
         progress,
+        win.native(),
     )
     return ReclaimResult(spec, json.loads(raw))

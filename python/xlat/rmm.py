@@ -217,6 +217,10 @@ def evaluate(
     progress: bool = False,
     threshold: int = RANGE_THRESHOLD_PAGES,
     overlap: bool = False,
+    *,
+    skip: int = 0,
+    warmup: int = 0,
+    limit: int | None = None,
 ) -> Evaluation:
     """Simulate ``trace`` under each design (and, for the contiguity columns, with
     ``sim.contiguity=true``) and compute, per design: page walks, the share of the 4KB design's
@@ -225,14 +229,27 @@ def evaluate(
     estimate (walk cycles over base cycles of the design's own run), and the contiguity of the
     memory at the end (ranges of at least ``threshold`` pages, coverage, ranges for 99%...).
     With ``overlap``, every design also runs the overlap time model (data through the caches;
-    docs/time-model.md): its cycles and the speed-up over the 4KB design."""
+    docs/time-model.md): its cycles and the speed-up over the 4KB design. ``skip``, ``warmup``
+    and ``limit``: the window of the trace (:mod:`xlat.window`)."""
     # Checked before simulating, not when the figures are computed after every run.
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
         raise ValueError(f"the range threshold must be at least 1 page, not {threshold!r}")
     timing = ("sim.data_through_caches=true", "time.model=overlap") if overlap else ()
     runs = design_runs(cpu, designs, (*timing, *extra, "sim.contiguity=true"))
     results = dict(
-        zip(runs, simulate_many(trace, runs.values(), threads=threads, progress=progress), strict=True)
+        zip(
+            runs,
+            simulate_many(
+                trace,
+                runs.values(),
+                threads=threads,
+                progress=progress,
+                skip=skip,
+                warmup=warmup,
+                limit=limit,
+            ),
+            strict=True,
+        )
     )
     ev = Evaluation(trace=trace, results=results)
     base = results.get("4KB")

@@ -110,6 +110,9 @@ class SimResult:
         #: ``sim.contiguity=true``: the ranges the OS could form at the end (``runs``: (pages,
         #: count) largest first, ``pages``, ``entries_4k/2m/1g``); see :func:`xlat.rmm.contiguity`.
         self.contiguity: dict[str, Any] | None = data.get("contiguity")
+        #: The accesses read and counted (:mod:`xlat.window`): ``{"skip", "warmup", "limit"}``,
+        #: or None for the whole trace, all counted.
+        self.window: dict[str, Any] | None = data.get("window")
         #: Wall seconds of the run (not part of the result's data): ``open_s`` opening the input
         #: (a workload may build its data there), ``input_s`` that plus waiting for its batches
         #: (decoding, generating), ``total_s`` in all; the simulation took ``total_s - input_s``.
@@ -146,6 +149,8 @@ class SimResult:
             "policy": self.policy,
             "config_hash": self.config_hash,
         }
+        if self.window:
+            row.update({f"window.{k}": v for k, v in self.window.items()})
         row.update(self.counters)
         row.update({f"derived.{k}": v for k, v in self.derived.items()})
         if energy is not None and energy is not False:
@@ -194,17 +199,31 @@ class SimResults(list):
 
 
 def simulate_many(
-    trace: str, runs: Iterable[Run], threads: int | None = None, progress: bool = False
+    trace: str,
+    runs: Iterable[Run],
+    threads: int | None = None,
+    progress: bool = False,
+    *,
+    skip: int = 0,
+    warmup: int = 0,
+    limit: int | None = None,
 ) -> SimResults:
     """Simulate ``trace`` (a trace file, text trace or ``workload:`` spec) under every run, in
-    parallel on up to ``threads`` threads (default: all cores). The GIL is released."""
+    parallel on up to ``threads`` threads (default: all cores). The GIL is released.
+
+    ``skip``, ``warmup`` and ``limit`` (accesses; :mod:`xlat.window`): pass over the first
+    ``skip`` accesses (their side events kept), simulate ``warmup`` more without counting them,
+    then count at most ``limit``."""
+    from xlat.window import window
+
+    win = window(skip, warmup, limit)
     runs = list(runs)
     if not runs:
         raise ConfigError("no configuration to simulate.")
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be >= 1, not {threads}")
     args = [r._native_args() for r in runs]
-    out = _native.simulate(str(trace), args, threads, progress)
+    out = _native.simulate(str(trace), args, threads, progress, win.native())
     results = SimResults()
     for s, open_s, input_s, total_s in out:
         r = SimResult(json.loads(s))
@@ -220,11 +239,21 @@ def simulate(
     set: Sequence[str] = (),
     layout: str | None = None,
     progress: bool = False,
+    *,
+    skip: int = 0,
+    warmup: int = 0,
+    limit: int | None = None,
 ) -> SimResult:
-    """Simulate ``trace`` under one configuration; see :class:`Run` for the arguments.
-    Without ``cpu`` or ``config`` the Skylake preset is used."""
+    """Simulate ``trace`` under one configuration; see :class:`Run` for the arguments and
+    :func:`simulate_many` for the window (``skip``, ``warmup``, ``limit``). Without ``cpu`` or
+    ``config`` the Skylake preset is used."""
     if cpu is None and config is None:
         cpu = "skylake"
     return simulate_many(
-        trace, [Run(cpu=cpu, config=config, set=tuple(set), layout=layout)], progress=progress
+        trace,
+        [Run(cpu=cpu, config=config, set=tuple(set), layout=layout)],
+        progress=progress,
+        skip=skip,
+        warmup=warmup,
+        limit=limit,
     )[0]

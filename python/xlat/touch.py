@@ -68,14 +68,23 @@ class TouchResult:
 
 
 def analyze(
-    trace_or_spec: str | Path, interval: int = DEFAULT_INTERVAL, progress: bool = False
+    trace_or_spec: str | Path,
+    interval: int = DEFAULT_INTERVAL,
+    progress: bool = False,
+    *,
+    skip: int = 0,
+    limit: int | None = None,
 ) -> TouchResult:
     """Count the touched 4KB pages of every 2MB superpage per ``interval`` instructions of a
-    trace file or ``workload:`` spec. A bad interval raises ``ValueError`` with one sentence."""
+    trace file or ``workload:`` spec (the accesses ``skip``, ``limit`` of :mod:`xlat.window`).
+    A bad interval raises ``ValueError`` with one sentence."""
+    from xlat.window import window
+
+    win = window(skip, 0, limit)
     if isinstance(interval, bool) or not isinstance(interval, int) or not 0 < interval < _U64:
         raise ValueError(f"the interval must be at least 1 instruction, not {interval}")
     spec = str(trace_or_spec)
-    return TouchResult(spec, json.loads(_native.superpage_touch(spec, interval, progress)))
+    return TouchResult(spec, json.loads(_native.superpage_touch(spec, interval, progress, win.native())))
 
 
 def plot_cdf(results: dict[str, TouchResult], path: str | Path) -> None:

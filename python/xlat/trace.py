@@ -118,14 +118,19 @@ def open(spec: str) -> Trace:
     return Trace(spec)
 
 
-def read_accesses(spec: str, limit: int | None = None, progress: bool = False) -> dict[str, Any]:
-    """Read up to ``limit`` accesses into numpy columns (see :meth:`Trace.batches`).
+def read_accesses(
+    spec: str, limit: int | None = None, progress: bool = False, skip: int = 0
+) -> dict[str, Any]:
+    """Read up to ``limit`` accesses, after passing over ``skip``, into numpy columns (see
+    :meth:`Trace.batches`; the skipped part's side events are kept, as in :mod:`xlat.window`).
 
     The GIL is released while reading.
     """
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0, not {limit}")
-    return _native.read_accesses(str(spec), limit, progress)
+    if skip < 0:
+        raise ValueError(f"skip must be >= 0, not {skip}")
+    return _native.read_accesses(str(spec), limit, progress, skip)
 
 
 # Trace format versions this xlat writes, oldest first (the last is the current one).
@@ -147,6 +152,23 @@ def convert(
         )
     minor = int(format_version.split(".")[1])
     return json.loads(_native.convert(str(spec), str(out), level, progress, minor))
+
+
+def cut(
+    spec: str, out: str, skip: int = 0, limit: int | None = None, level: int = 3, progress: bool = False
+) -> dict[str, Any]:
+    """Write the window of ``spec`` that passes over ``skip`` accesses and keeps the next
+    ``limit`` (all with None) to ``out`` as a valid trace (text if ``out`` ends in ``.txt``):
+    the skipped part's side events are kept, before the first access written, so that the OS
+    model builds the same mappings; side events after the last access kept are dropped. Returns
+    the summary of :func:`convert` (accesses, side events, bytes, path)."""
+    from xlat.window import window
+
+    win = window(skip, 0, limit)
+    if not 1 <= level <= 19:
+        raise ValueError(f"level must be between 1 and 19, not {level}")
+    minor = int(FORMAT_VERSIONS[-1].split(".")[1])
+    return json.loads(_native.convert(str(spec), str(out), level, progress, minor, win.native()))
 
 
 def trace_info(spec: str, progress: bool = False) -> dict[str, Any]:

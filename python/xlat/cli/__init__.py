@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     workloads.register(sub, common)
     trace_info.register(sub, common)
     convert.register_convert(sub, common)
+    convert.register_cut(sub, common)  # a window of a trace as a trace
     sim.register(sub, common)
     sweep.register(sub, common)  # many points on Dask (resumable)
     rmm.register(sub, common)  # Redundant Memory Mappings against its baselines

@@ -83,6 +83,59 @@ def int_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
 
 
+_SUFFIX = {"k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+
+
+def count_arg(text: str) -> int:
+    """An argparse type: a count of accesses, ``_`` allowed as a digit separator, with an optional
+    decimal suffix k, M, G or T (``10M`` is 10,000,000, as ChampSim and drcachesim counts are)."""
+    t = text.strip().replace("_", "")
+    mult = _SUFFIX.get(t[-1:], 1)
+    if mult > 1:
+        t = t[:-1]
+    if not t.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a count of accesses such as 2000000 or 2M, not {text!r}")
+    return int(t) * mult
+
+
+def add_window_flags(p: argparse.ArgumentParser, warmup: bool = True) -> None:
+    """--skip, --warmup (simulating commands) and --limit: the window of the trace, in accesses
+    (xlat.window, docs/windows.md)."""
+    g = p.add_argument_group("window of the trace (in accesses; docs/windows.md)")
+    g.add_argument(
+        "--skip",
+        type=count_arg,
+        default=0,
+        metavar="N",
+        help="pass over the first N accesses (not simulated; their mmaps, munmaps and switches "
+        "still reach the OS model)",
+    )
+    if warmup:
+        g.add_argument(
+            "--warmup",
+            type=count_arg,
+            default=0,
+            metavar="N",
+            help="then simulate N accesses without counting them: TLBs, caches, page tables "
+            "and the OS start warm, every counter starts after them",
+        )
+    g.add_argument(
+        "--limit",
+        type=count_arg,
+        default=None,
+        metavar="N",
+        help="then count at most N accesses (default: to the end)",
+    )
+
+
+def window_kw(args: argparse.Namespace) -> dict[str, Any]:
+    """The window flags as keyword arguments of the Python API."""
+    kw: dict[str, Any] = {"skip": args.skip, "limit": args.limit}
+    if hasattr(args, "warmup"):
+        kw["warmup"] = args.warmup
+    return kw
+
+
 def load_counts(spec: str) -> dict[str, Any]:
     """The result of ``spec``, a saved ``xlat sim --json``: FILE, or FILE:NAME for one
     configuration (its ``config_name``) of a several-configuration file (``xlat model``, and

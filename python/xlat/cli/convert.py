@@ -6,7 +6,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from xlat.cli.common import CliError, add_progress_flags, human_bytes, mib, progress
+from xlat.cli.common import (
+    CliError,
+    add_progress_flags,
+    add_window_flags,
+    human_bytes,
+    mib,
+    progress,
+    window_kw,
+)
 from xlat.cli.jsonopt import add_json_flag, emit_json, to_stdout
 
 
@@ -34,6 +42,40 @@ def cmd_convert(args: argparse.Namespace) -> int:
             f"wrote {r['path']}: {r['accesses']:,} accesses, {human_bytes(r['bytes'])} ({per:.2f} bytes/access)"
         )
     return 0
+
+
+def cmd_cut(args: argparse.Namespace) -> int:
+    from xlat.trace import cut
+
+    if not 1 <= args.level <= 19:
+        raise CliError(f"--level must be between 1 and 19, not {args.level}")
+    r = cut(args.input, args.output, level=args.level, progress=progress(args), **window_kw(args))
+    emit_json(args.json, r)
+    if not to_stdout(args):
+        print(
+            f"wrote {r['path']}: {r['accesses']:,} accesses and {r['side_events']:,} side events "
+            f"(after skipping {args.skip:,}), {human_bytes(r['bytes'])}"
+        )
+    return 0
+
+
+def register_cut(sub: Any, common: argparse.ArgumentParser) -> None:
+    s = sub.add_parser(
+        "cut",
+        parents=[common],
+        help="write a window of a trace as a trace of its own",
+        description="Write the accesses of INPUT after --skip, at most --limit of them, to OUTPUT "
+        "(the text form if OUTPUT ends in .txt). The skipped part's side events (mmap, munmap, "
+        "brk, thread and address-space switches) are kept, before the first access written, so "
+        "that the OS model builds the same mappings; side events after the last access kept are "
+        "dropped. Works on recorded, imported and text traces and on workload specs.",
+    )
+    s.add_argument("input", metavar="INPUT")
+    s.add_argument("output", metavar="OUTPUT")
+    add_window_flags(s, warmup=False)
+    s.add_argument("--level", type=int, default=3, help="zstd level, 1 (fastest) to 19 (smallest); default 3")
+    add_json_flag(s, "the summary")
+    s.set_defaults(func=cmd_cut, parser=s)
 
 
 def cmd_import(args: argparse.Namespace) -> int:

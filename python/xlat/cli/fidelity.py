@@ -9,7 +9,17 @@ import shutil
 import sys
 from typing import Any
 
-from xlat.cli.common import CliError, grid, int_arg, int_list, not_empty, progress, table
+from xlat.cli.common import (
+    CliError,
+    add_window_flags,
+    grid,
+    int_arg,
+    int_list,
+    not_empty,
+    progress,
+    table,
+    window_kw,
+)
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 
@@ -146,6 +156,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
         granularities=args.granularities or GRANULARITIES,
         epochs=args.epochs,
         progress=progress(args),
+        **window_kw(args),
     )
     if args.plot:
         r.plot(args.plot)
@@ -222,4 +233,5 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     add_json_flag(s, "every figure")
     s.add_argument("--plot", metavar="OUT.png", help="plot loss against G (accessed and dirty) to a PNG")
+    add_window_flags(s, warmup=False)
     s.set_defaults(func=cmd_fidelity, parser=s)

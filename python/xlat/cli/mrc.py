@@ -7,7 +7,16 @@ import argparse
 import sys
 from typing import Any
 
-from xlat.cli.common import CliError, grid, int_arg, int_list, not_empty, progress
+from xlat.cli.common import (
+    CliError,
+    add_window_flags,
+    grid,
+    int_arg,
+    int_list,
+    not_empty,
+    progress,
+    window_kw,
+)
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 from xlat.cli.numfmt import count, ratio
 
@@ -82,6 +91,7 @@ def cmd_mrc(args: argparse.Namespace) -> int:
         max_entries=DEFAULT_MAX_ENTRIES if args.max_entries is None else args.max_entries,
         page_sizes=["4KB", "2MB", "1GB"] if sizes is None else sizes,
         progress=progress(args),
+        **window_kw(args),
     )
     if args.plot:
         r.plot(args.plot, metric="misses" if args.misses else "mpki")
@@ -147,4 +157,5 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     add_json_flag(s, "every curve")
     s.add_argument("--plot", metavar="OUT.png", help="plot MPKI against entries (log2 axis) to a PNG")
     s.add_argument("--misses", action="store_true", help="plot misses instead of MPKI")
+    add_window_flags(s, warmup=False)
     s.set_defaults(func=cmd_mrc, parser=s)

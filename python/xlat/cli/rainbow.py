@@ -8,7 +8,7 @@ import argparse
 import sys
 from typing import Any
 
-from xlat.cli.common import CliError, grid, human_bytes, name_list, progress
+from xlat.cli.common import CliError, add_window_flags, grid, human_bytes, name_list, progress, window_kw
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 
@@ -96,6 +96,7 @@ def cmd_rainbow(args: argparse.Namespace) -> int:
         sets=args.set or (),
         configs=configs,
         progress=progress(args),
+        **window_kw(args),
     )
     emit_json(args.json, cmp.to_json())
     if args.plot:
@@ -139,4 +140,5 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     s.add_argument("--plot", metavar="PNG", help="write the comparison's bars to this PNG file")
     add_json_flag(s, "one row per configuration")
+    add_window_flags(s)
     s.set_defaults(func=cmd_rainbow)

@@ -6,7 +6,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from xlat.cli.common import CliError, grid, human_bytes, int_arg, int_list, progress, table
+from xlat.cli.common import (
+    CliError,
+    add_window_flags,
+    grid,
+    human_bytes,
+    int_arg,
+    int_list,
+    progress,
+    table,
+    window_kw,
+)
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 
@@ -81,6 +91,7 @@ def cmd_reclaim(args: argparse.Namespace) -> int:
         read_bandwidth=bw,
         write_bandwidth=bw,
         progress=progress(args),
+        **window_kw(args),
     )
     emit_json(args.json, {**r.to_json(), "rows": r.rows()})
     if to_stdout(args):
@@ -137,4 +148,5 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="transfer bandwidth each way in GB/s (default 15.75: PCIe 3.0 x16)",
     )
     add_json_flag(s, "every figure")
+    add_window_flags(s, warmup=False)
     s.set_defaults(func=cmd_reclaim)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from xlat.cli.common import CliError, name_list, progress
+from xlat.cli.common import CliError, add_window_flags, name_list, progress, window_kw
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 
@@ -70,6 +70,7 @@ def cmd_rmm(args: argparse.Namespace) -> int:
         progress=progress(args),
         threshold=args.threshold,
         overlap=args.time == "overlap",
+        **window_kw(args),
     )
     emit_json(args.json, ev.rows)
     if to_stdout(args):
@@ -115,4 +116,5 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "design's cycles and speed-up over 4KB (docs/time-model.md)",
     )
     add_json_flag(s, "every figure")
+    add_window_flags(s)
     s.set_defaults(func=cmd_rmm, parser=s)

@@ -8,7 +8,7 @@ import sys
 import textwrap
 from typing import Any
 
-from xlat.cli.common import CliError, name_list, progress
+from xlat.cli.common import CliError, add_window_flags, name_list, progress, window_kw
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 from xlat.cli.notice import still_running
 from xlat.cli.numfmt import LEGEND, count, ratio, share
@@ -255,7 +255,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     # A workload may take seconds to build before the first access is simulated: say so.
     msg = f"simulating {args.trace} under {len(runs)} configuration(s); this may take a while"
     with still_running(msg, enabled=not bar):
-        results = simulate_many(args.trace, runs, threads=args.threads, progress=bar)
+        results = simulate_many(args.trace, runs, threads=args.threads, progress=bar, **window_kw(args))
     secs = time.perf_counter() - t
     reports = None
     if eset is not None:
@@ -276,6 +276,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
         write_csv(args.csv, results, eset, args.walk_energy)
     if not to_stdout(args):
         print(f"trace: {args.trace}")
+        w = results[0].window
+        if w:
+            lim = "to the end" if w["limit"] is None else f"{w['limit']:,} accesses"
+            print(f"window  skip {w['skip']:,}, warm-up {w['warmup']:,} (not counted), counted {lim}")
         print(sim_table(results, reports))
         print(LEGEND)
         if any("time.overlap.total_cycles" in r.derived for r in results):
@@ -353,4 +357,5 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--threads", type=int, default=None, help="threads for several configurations (default: all cores)"
     )
+    add_window_flags(s)
     s.set_defaults(func=cmd_sim, parser=s)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from xlat.cli.common import grid, int_arg, progress, table
+from xlat.cli.common import add_window_flags, grid, int_arg, progress, table, window_kw
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
 
 #: The CDF points printed.
@@ -21,6 +21,7 @@ def cmd_touch(args: argparse.Namespace) -> int:
         args.trace,
         interval=touch.DEFAULT_INTERVAL if args.interval is None else args.interval,
         progress=progress(args),
+        **window_kw(args),
     )
     emit_json(args.json, r.to_json())
     if args.plot:
@@ -68,4 +69,5 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     s.add_argument("--plot", metavar="PNG", help="write the CDF to this PNG file")
     add_json_flag(s, "the histogram, CDF and ranges")
+    add_window_flags(s, warmup=False)
     s.set_defaults(func=cmd_touch)
