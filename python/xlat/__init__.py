@@ -30,6 +30,7 @@ _API = {
     "read_accesses": "xlat.trace",
     "trace_info": "xlat.trace",
     "convert": "xlat.trace",
+    "cut": "xlat.trace",
     "workload": "xlat.trace",
     "workloads": "xlat.trace",
     "XlatError": "xlat.trace",
@@ -39,6 +40,7 @@ _API = {
     "EventError": "xlat.trace",
     "simulate": "xlat.sim",
     "simulate_many": "xlat.sim",
+    "Run": "xlat.sim",
     "SimResult": "xlat.sim",
     "ConfigError": "xlat.sim",
     "SimulationError": "xlat.sim",
@@ -47,12 +49,13 @@ _API = {
     "MrcResult": "xlat.missratio",
 }
 
-__all__ = sorted(_API)
+# ``from xlat import *`` leaves the builtin ``open`` alone (``xlat.open`` opens a trace).
+__all__ = sorted(n for n in _API if n != "open")
 
 if TYPE_CHECKING:  # pragma: no cover
     from xlat.experiment import mosmodel_experiment  # noqa: F401
     from xlat.missratio import MrcResult, mrc  # noqa: F401
-    from xlat.sim import ConfigError, SimResult, SimulationError, simulate, simulate_many  # noqa: F401
+    from xlat.sim import ConfigError, Run, SimResult, SimulationError, simulate, simulate_many  # noqa: F401
     from xlat.trace import (  # noqa: F401
         Event,
         EventError,
@@ -62,12 +65,18 @@ if TYPE_CHECKING:  # pragma: no cover
         WorkloadError,
         XlatError,
         convert,
+        cut,
         open,
         read_accesses,
         trace_info,
         workload,
         workloads,
     )
+
+
+def __dir__() -> list[str]:
+    """The lazily imported API too, so that tab completion (Jupyter, IPython) finds it."""
+    return sorted(set(globals()) | set(_API))
 
 
 def __getattr__(name: str) -> Any:

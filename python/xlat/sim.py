@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,13 +59,16 @@ def preset(name: str) -> str:
 
 @dataclass(frozen=True)
 class Run:
-    """One configuration: a preset (``cpu``) or a TOML file (``config``), ``--set``-style
-    overrides, and optionally a mosaic layout file (which selects the mosaic policy)."""
+    """One configuration: a preset (``cpu``) or a TOML file (``config``), overrides (``set``:
+    ``--set``-style ``"key=value"`` strings, or a mapping ``{"tlb.stlb.entries": 3072}``), the OS
+    page-size ``policy`` (``"4k"``, ``"thp"``; ``os.policy``), and optionally a mosaic layout
+    file (which selects the mosaic policy)."""
 
     cpu: str | None = None
     config: str | None = None
-    set: Sequence[str] = field(default_factory=tuple)
+    set: Sequence[str] | Mapping[str, Any] = field(default_factory=tuple)
     layout: str | None = None
+    policy: str | None = None
 
     def _native_args(self) -> tuple[str, str, list[str], tuple[str, str] | None]:
         if (self.cpu is None) == (self.config is None):
@@ -80,13 +83,29 @@ class Run:
         if self.layout is not None:
             with open(self.layout, encoding="utf-8") as f:
                 lay = (os.path.basename(str(self.layout)), f.read())
-        sets = [self.set] if isinstance(self.set, str) else list(self.set)
+        sets = _overrides(self.set)
+        if self.policy is not None:
+            sets.append(f"os.policy={self.policy}")
         return what, text, sets, lay
 
     def check(self) -> dict[str, Any]:
         """Build this configuration without simulating: the effective configuration, or the
         :class:`ConfigError` a simulation would raise."""
         return json.loads(_native.check_config(*self._native_args()))
+
+
+def _overrides(s: Any) -> list[str]:
+    """``set=`` as ``key=value`` strings: one string, a sequence of them, or a mapping."""
+    if isinstance(s, str):
+        return [s]
+    if isinstance(s, Mapping):
+        text = {True: "true", False: "false"}
+        return [f"{k}={text[v] if isinstance(v, bool) else v}" for k, v in s.items()]
+    if isinstance(s, Iterable) and all(isinstance(x, str) for x in s):
+        return list(s)
+    raise ConfigError(
+        f"set= takes 'key=value' strings or a mapping {{'key': value}}, not {type(s).__name__} {s!r}."
+    )
 
 
 class SimResult:
@@ -236,10 +255,11 @@ def simulate(
     trace: str,
     cpu: str | None = None,
     config: str | None = None,
-    set: Sequence[str] = (),
+    set: Sequence[str] | Mapping[str, Any] = (),
     layout: str | None = None,
     progress: bool = False,
     *,
+    policy: str | None = None,
     skip: int = 0,
     warmup: int = 0,
     limit: int | None = None,
@@ -251,7 +271,15 @@ def simulate(
         cpu = "skylake"
     return simulate_many(
         trace,
-        [Run(cpu=cpu, config=config, set=tuple(set), layout=layout)],
+        [
+            Run(
+                cpu=cpu,
+                config=config,
+                set=set if isinstance(set, Mapping) else tuple(_overrides(set)),
+                layout=layout,
+                policy=policy,
+            )
+        ],
         progress=progress,
         skip=skip,
         warmup=warmup,
