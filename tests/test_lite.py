@@ -174,7 +174,7 @@ def test_bad_energy_files_are_one_sentence_and_status_1(tmp_path, phases, capsys
     missing.write_text(_drop_structure(text, 32, 2, "1.881"))
     for path, want in [
         (neg, "structure 2: read_pj must not be negative, but is -1.881."),
-        (missing, "has no values for TLB l1d-4k with 2 of 4 ways (32-entry 2-way page tlb)."),
+        (missing, "has no values for TLB l1d-4k with 2 of 4 ways (32-entry 2-way page tlb): "),
     ]:
         sets = [f"--set={s}" for s in SET]
         rc = main(

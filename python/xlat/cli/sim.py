@@ -238,11 +238,23 @@ def rate_line(trace: str, results: list, wall: float) -> str:
     return line
 
 
+def _not_an_energy_set(value: str) -> bool:
+    """Whether ``--energy``'s value cannot be an energy set (a name of one, or a TOML file)."""
+    from pathlib import Path
+
+    from xlat.energy import sets
+
+    return value not in sets() and not (value.endswith(".toml") and Path(value).is_file())
+
+
 def cmd_sim(args: argparse.Namespace) -> int:
     import time
 
     from xlat.sim import simulate_many
 
+    if args.trace is None and args.energy is not None and _not_an_energy_set(args.energy):
+        # `--energy TRACE`: the optional value took the positional (the default set was meant).
+        args.trace, args.energy = args.energy, "cacti-32nm"
     take_positional(args, "trace", "TRACE_OR_WORKLOAD")
     runs = sim_runs(args)
     eset = None
