@@ -36,6 +36,12 @@ examples (quote workload specs: & and ? are special to the shell):
   xlat superpage-touch xz.xlat --plot touch.png  # touched 4KB pages per 2MB superpage (Rainbow)
   xlat rainbow xz.xlat --dram 256MiB       # Rainbow against its four baselines (hybrid DRAM/NVM)
   xlat contiguity --pid 1234              # ranges of contiguous pages in a live process (root)
+  xlat sim bfs.xlat --skip 1M --warmup 1M --limit 10M   # a window of the trace (docs/windows.md)
+  xlat cut bfs.xlat part.xlat --skip 1M --limit 10M     # ... written as a trace of its own
+
+"seed 000" ... "seed 004" in help texts and docs are the reference documents: docs/references.md
+(Karakostas 2016, Bala 1995, Agbarya et al. MICRO 2020, Wang et al. Rainbow, Ausavarungnirun et
+al. PRISM, PACT 2020).
 """
 
 
