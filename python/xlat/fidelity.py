@@ -41,6 +41,26 @@ class FidelityResult:
     def granularities(self) -> list[int]:
         return list(self.data["granularities"])
 
+    def warnings(self) -> list[str]:
+        """What makes rows of this result say less than they seem to (issue 37, item 13): a trace
+        shorter than one epoch is one partial epoch, and a window longer than the trace repeats
+        the shortest window that holds it, with no temporal loss (there is no second window)."""
+        d, out = self.data, []
+        n, epoch = d["instructions"], d["epoch"]
+        if n < epoch:
+            out.append(
+                f"the trace has {n:,} instructions, fewer than one epoch of {epoch:,}: the whole trace is "
+                f"one partial epoch; give an epoch well below {n:,} (--epoch)"
+            )
+        long = [sc["epoch"] for sc in d["scales"] if sc["epoch"] > n and sc["epoch"] > epoch]
+        if long:
+            out.append(
+                f"{len(long)} window length(s) ({', '.join(f'{x:,}' for x in long)} instructions) exceed the "
+                f"trace's {n:,} instructions: their rows repeat a window that holds the whole trace, and "
+                "their temporal loss is 0 because no second window exists"
+            )
+        return out
+
     def rows(self) -> list[dict[str, Any]]:
         """One row per (metadata type, G): loss mean and standard deviation (fractions),
         distinct vectors and entropy (bits)."""
@@ -85,7 +105,7 @@ class FidelityResult:
         return pd.DataFrame(self.scale_rows()).set_index(["epoch", "g"])
 
     def to_json(self) -> dict[str, Any]:
-        return {"trace": self.trace, **self.data}
+        return {"trace": self.trace, **self.data, "warnings": self.warnings()}
 
     def loss(self, kind: str, g: int) -> float:
         """Mean fidelity loss of ``kind`` ("accessed" or "dirty") at ``g`` bits per 2MB page."""

@@ -158,6 +158,8 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
         progress=progress(args),
         **window_kw(args),
     )
+    for w in r.warnings():
+        print(f"xlat: warning: {w}.", file=sys.stderr)
     if args.plot:
         r.plot(args.plot)
         print(f"plot written to {args.plot}", file=sys.stderr)
