@@ -241,3 +241,18 @@ def test_an_option_given_an_empty_list_is_refused_not_taken_for_the_default(args
     # Issue 38, item 10: `--designs ''` and the like ran the defaults without a word.
     w = "workload:stream?size=16MiB&accesses=1000"
     one_sentence_error(run_xlat(args[0], w, *args[1:], check=False), sentence)
+
+
+def test_help_imports_no_numpy_and_the_contiguity_default_is_the_library_s():
+    # Issue 37, item 15: `xlat --help` imported numpy (0.9 s under load) through the contiguity
+    # command's module; it is imported when that command runs.
+    import subprocess
+    import sys
+
+    import xlat.cli.contiguity as cli_contiguity
+    import xlat.contiguity as contiguity
+
+    code = "import sys; from xlat.cli import build_parser; build_parser(); print('numpy' in sys.modules)"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert p.stdout.strip() == "False"
+    assert cli_contiguity.DEFAULT_THRESHOLD == contiguity.DEFAULT_THRESHOLD

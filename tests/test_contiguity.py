@@ -355,7 +355,8 @@ def test_cli_without_root_says_root_is_needed(tmp_path):
         """
         import os, sys
         from xlat.cli import build_parser, main
-        build_parser()  # imports every command while the files are readable
+        build_parser()  # imports every command while the files are readable ...
+        import xlat.contiguity  # ... and what the command imports when it runs (numpy)
         os.setgid(65534); os.setuid(65534)
         sys.exit(main(["contiguity", "--interval", "0.5", "--", "/bin/sleep", "2"]))
         """

@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xlat.cli.common import CliError, grid, human_bytes, table
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
-from xlat.contiguity import DEFAULT_THRESHOLD, ContiguityError, Sample, monitor, plot_coverage, sample_pid
+
+if TYPE_CHECKING:
+    from xlat.contiguity import Sample
+
+# xlat.contiguity (and numpy with it) is imported when the command runs, not when `xlat --help`
+# builds the parser; tests/test_cli_stumbles.py checks that this equals its DEFAULT_THRESHOLD.
+DEFAULT_THRESHOLD = 8  # seed 000 Sections 4.5 and 4.7: a contiguity threshold of 8 pages
 
 
 def _positive_float(text: str) -> float:
@@ -117,6 +123,7 @@ def _simulated(trace: str, args: argparse.Namespace) -> int:
     """Table 4.7 for a trace: the runs the OS model could form at the end of the trace under
     demand paging with THP and under eager paging (:func:`xlat.rmm.evaluate`)."""
     from xlat.cli.rmm import ROWS, print_columns
+    from xlat.contiguity import plot_coverage
     from xlat.rmm import evaluate, sizes_of
 
     extra: tuple[str, ...] = ()
@@ -173,6 +180,8 @@ def _series_row(r: dict[str, Any]) -> list[str]:
 
 
 def cmd_contiguity(args: argparse.Namespace) -> int:
+    from xlat.contiguity import ContiguityError, monitor, plot_coverage, sample_pid
+
     take_positional(args, "rest", "")
     rest = list(args.rest)
     program = rest[1:] if rest and rest[0] == "--" else None
@@ -275,7 +284,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser | None = None) -> 
     p.add_argument(
         "--threshold",
         type=_positive_int,
-        default=DEFAULT_THRESHOLD,  # seed 000 Section 4.7: a contiguity threshold of 8 pages
+        default=DEFAULT_THRESHOLD,
         metavar="PAGES",
         help=f"smallest range worth a range translation (default {DEFAULT_THRESHOLD}, seed 000 Section 4.7)",
     )

@@ -36,45 +36,64 @@ The package, one module per concern: :mod:`~xlat.experiment.program` (the progra
 
 from __future__ import annotations
 
-from xlat.experiment.common import ExperimentError
-from xlat.experiment.fitting import fit_models
-from xlat.experiment.layouts import HUGE, LAYOUT_SETS, build_layouts
-from xlat.experiment.mosmodel import mosmodel_experiment
-from xlat.experiment.program import INDEX_JOIN, NUMPY_GATHER, Program, programs
-from xlat.experiment.recording import record
-from xlat.experiment.report import ExperimentResult, plot
-from xlat.experiment.simulation import miss_profile, simulate_layouts
-from xlat.experiment.timing import (
-    ESTIMATORS,
-    RUNS_FIELDS,
-    RUNTIME_METRICS,
-    cpu_ghz,
-    drift_corrected,
-    hardware_counters,
-    measure,
-)
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "ESTIMATORS",
-    "HUGE",
-    "INDEX_JOIN",
-    "LAYOUT_SETS",
-    "NUMPY_GATHER",
-    "RUNS_FIELDS",
-    "RUNTIME_METRICS",
-    "ExperimentError",
-    "ExperimentResult",
-    "Program",
-    "build_layouts",
-    "cpu_ghz",
-    "drift_corrected",
-    "fit_models",
-    "hardware_counters",
-    "measure",
-    "miss_profile",
-    "mosmodel_experiment",
-    "plot",
-    "programs",
-    "record",
-    "simulate_layouts",
-]
+# Imported on first use (PEP 562), so that importing one submodule (the CLI's parser reads
+# layouts, programs and timing's metric names) does not import numpy and scikit-learn.
+_API = {
+    "ExperimentError": "common",
+    "fit_models": "fitting",
+    "HUGE": "layouts",
+    "LAYOUT_SETS": "layouts",
+    "build_layouts": "layouts",
+    "mosmodel_experiment": "mosmodel",
+    "INDEX_JOIN": "program",
+    "NUMPY_GATHER": "program",
+    "Program": "program",
+    "programs": "program",
+    "record": "recording",
+    "ExperimentResult": "report",
+    "plot": "report",
+    "miss_profile": "simulation",
+    "simulate_layouts": "simulation",
+    "ESTIMATORS": "timing",
+    "RUNS_FIELDS": "timing",
+    "RUNTIME_METRICS": "timing",
+    "cpu_ghz": "timing",
+    "drift_corrected": "timing",
+    "hardware_counters": "timing",
+    "measure": "timing",
+}
+
+__all__ = sorted(_API)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from xlat.experiment.common import ExperimentError  # noqa: F401
+    from xlat.experiment.fitting import fit_models  # noqa: F401
+    from xlat.experiment.layouts import HUGE, LAYOUT_SETS, build_layouts  # noqa: F401
+    from xlat.experiment.mosmodel import mosmodel_experiment  # noqa: F401
+    from xlat.experiment.program import INDEX_JOIN, NUMPY_GATHER, Program, programs  # noqa: F401
+    from xlat.experiment.recording import record  # noqa: F401
+    from xlat.experiment.report import ExperimentResult, plot  # noqa: F401
+    from xlat.experiment.simulation import miss_profile, simulate_layouts  # noqa: F401
+    from xlat.experiment.timing import (  # noqa: F401
+        ESTIMATORS,
+        RUNS_FIELDS,
+        RUNTIME_METRICS,
+        cpu_ghz,
+        drift_corrected,
+        hardware_counters,
+        measure,
+    )
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        import importlib
+
+        return getattr(importlib.import_module(f"xlat.experiment.{_API[name]}"), name)
+    raise AttributeError(f"module 'xlat.experiment' has no attribute {name!r}")

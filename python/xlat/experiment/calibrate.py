@@ -18,13 +18,12 @@ import hashlib
 import itertools
 import json
 import math
+import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from xlat.experiment.common import ExperimentError, say
 from xlat.experiment.simulation import pools_at
@@ -214,7 +213,7 @@ def _additive(row: dict[str, float], cpi: float) -> float:
 
 
 #: The additive model's base CPIs tried when it is fitted.
-ADDITIVE_CPIS = np.round(np.arange(0.05, 5.0001, 0.05), 2)
+ADDITIVE_CPIS = tuple(k / 100 for k in range(5, 501, 5))  # 0.05 ... 5.0, step 0.05
 
 
 def _fit_additive_cpi(pairs) -> float:
@@ -330,13 +329,13 @@ def calibrate(
                 for n in sims
                 if n not in (exp.base, ref)
             ]
-        scores.append((max(errs), float(np.mean(errs)), key))
+        scores.append((max(errs), statistics.fmean(errs), key))
     best_key = min(scores)[2]
     idx = machines[best_key]
     deps = {}
     for exp, sims in fit:
         deps[exp.name] = params[_fit_dep(exp, sims, params, idx, reference(exp, list(sims)))].dep
-    med = float(np.median(list(deps.values())))
+    med = float(statistics.median(list(deps.values())))
     default_dep = min((params[i].dep for i in idx), key=lambda d: abs(d - med))
     cpi, hide, walkers, scale, extra = best_key
     best = Params(cpi, default_dep, hide, walkers, scale, extra)

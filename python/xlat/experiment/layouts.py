@@ -6,11 +6,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from xlat.experiment.common import ExperimentError
 from xlat.layout import MIB, Layout, Pool, parse_layout
+
+if TYPE_CHECKING:
+    import numpy as np
 
 HUGE = 2 * MIB
 #: layouts the experiment builds: "quick" (growing + random + one sliding set, 27 for n=8) or "paper" (54)

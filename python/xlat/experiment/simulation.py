@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from xlat.experiment.common import ExperimentError, bar, say
 from xlat.experiment.layouts import HUGE, base_layout, write_layout
 from xlat.layout import Layout
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def cached_result(path: Path, cpu: str):
@@ -34,6 +35,8 @@ def miss_profile(
 ) -> tuple[str, np.ndarray, int]:
     """Walks per 2MB region of the pool with most walks (heap or anon) under 4KB pages.
     Returns (pool, profile over the pool's used regions, used bytes rounded up to 2MiB)."""
+    import numpy as np
+
     from xlat.sim import simulate
 
     cached = out / "profile-4KB.json"

@@ -12,14 +12,15 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from xlat.experiment.common import ExperimentError, read_map, say
 from xlat.experiment.program import Program
 from xlat.experiment.recording import ALLOCATOR
 from xlat.layout import Layout
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def prefault_env(traced_pools: dict[str, dict[str, int]]) -> dict[str, str]:
@@ -70,6 +71,8 @@ def _run_once(prog: Program, layout: Layout, verify: bool, extra_env: dict[str, 
 
 
 def cov_of(x: Sequence[float]) -> float:
+    import numpy as np
+
     a = np.asarray(x, dtype=float)
     return float(a.std(ddof=1) / a.mean()) if len(a) > 1 and a.mean() > 0 else float("inf")
 
@@ -122,6 +125,8 @@ def measure(
     untimed warm-up run (``rep = warmup``) whose pages are verified against /proc/PID/smaps.
     Every run keeps freed memory populated (``keep_freed``, as the traced run did) and gets
     ``extra_env`` (:func:`prefault_env`)."""
+    import numpy as np
+
     check_timing(metric, min_reps, max_reps)
     rng = np.random.default_rng(seed)
     path = out / "runs.csv"
@@ -192,6 +197,8 @@ def drift_corrected(
     run's own value never enters its drift.  This removes what consecutive runs share (the host's
     speed, which on this project's VMs moves by several percent over a few seconds) and keeps
     what is the run's own."""
+    import numpy as np
+
     lay = np.asarray(layouts)
     x = np.log(np.asarray(values, dtype=float))
     n = len(x)
