@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Imported here, not at the top: `python -m xlat.mosaic` imports this package for xlat.cli.run,
     # and must work without the Rust extension, which the other commands import.
     from xlat.cli import (
+        config,
         contiguity,
         convert,
         demo,
@@ -98,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.register_import(sub)  # import (lackey, ChampSim)
     experiment.register(sub)  # experiment mosmodel (real runs against simulated metrics)
     contiguity.register(sub)  # contiguity (ranges in live processes' page tables)
-    model.register(sub, common)  # model mach (seed 001 chapter 5)
+    model.register(sub, common)
+    config.register(sub, common)  # config list / show: presets and effective configurations  # model mach (seed 001 chapter 5)
     return p
 
 

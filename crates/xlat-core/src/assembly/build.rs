@@ -3,7 +3,7 @@
 
 use super::plan::plan;
 use crate::config::layout::Layout;
-use crate::config::{apply_set, err, from_value, parse_toml, Config, Policy, Result, Size};
+use crate::config::{apply_set, err, extend, from_value, parse_toml, Config, Policy, Result, Size};
 
 /// A configuration is made here: parsed and its sections checked by `config/`, then its
 /// designs' plan checked, so that every way in (`xlat sim`, `Run.check()`, `simulate()`)
@@ -17,7 +17,7 @@ impl Config {
     /// Parse `text`, apply the `--set` overrides, attach a mosaic `layout` (which selects
     /// `os.policy = "mosaic"`), then validate.
     pub fn build(what: &str, text: &str, sets: &[String], layout: Option<Layout>) -> Result<Config> {
-        let mut table = parse_toml(what, text)?;
+        let mut table = extend(what, parse_toml(what, text)?)?;
         for s in sets {
             apply_set(&mut table, s)?;
         }

@@ -25,7 +25,7 @@ pub use mach::{MachConfig, PartitionPolicy, PtlbKernelIpc, StlbKind};
 use os::is_default_range_threshold;
 pub use os::*;
 pub use parse::{apply_set, ConfigError, Result};
-pub(crate) use parse::{err, from_value, parse_toml};
+pub(crate) use parse::{err, extend, from_value, parse_toml};
 pub use prefetch::{PrefetchKind, TlbPrefetchConfig};
 pub use prism::*;
 use serde::{Deserialize, Serialize};

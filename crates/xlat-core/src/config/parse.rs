@@ -55,6 +55,71 @@ pub(crate) fn parse_toml(what: &str, text: &str) -> Result<toml::Table> {
     })
 }
 
+/// The arrays of named entries (`[[tlb]]`, ...) that [`extend`] merges by `name`.
+const NAMED: &[&str] = &["tlb", "psc", "cache", "range_tlb"];
+
+/// A configuration that starts from a preset (`extends = "sandybridge"`): the preset's table with
+/// `child` merged over it. Tables merge key by key; the arrays of named structures (`[[tlb]]`,
+/// `[[psc]]`, `[[cache]]`, `[[range_tlb]]`) merge by `name`: an entry of a name the preset has
+/// changes the fields it gives, `remove = true` drops that entry, a new name is appended; any
+/// other value replaces the preset's. `what` names the file in errors.
+pub(crate) fn extend(what: &str, mut child: toml::Table) -> Result<toml::Table> {
+    let Some(base) = child.remove("extends") else { return Ok(child) };
+    let Some(name) = base.as_str() else {
+        return err(format!("{what}: extends must name a preset ({}), not {base}.", crate::presets::names().join(", ")));
+    };
+    let Some(text) = crate::presets::get(name) else {
+        return err(format!(
+            "{what}: extends = \"{name}\" names no preset (known: {}).",
+            crate::presets::names().join(", ")
+        ));
+    };
+    let mut table = parse_toml(name, text)?;
+    merge(what, &mut table, child)?;
+    Ok(table)
+}
+
+fn merge(what: &str, base: &mut toml::Table, over: toml::Table) -> Result<()> {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(what, b, o)?,
+            (Some(toml::Value::Array(b)), toml::Value::Array(o)) if NAMED.contains(&k.as_str()) => {
+                for entry in o {
+                    let toml::Value::Table(mut e) = entry else {
+                        return err(format!("{what}: each [[{k}]] entry must be a table."));
+                    };
+                    let Some(n) = e.get("name").and_then(|n| n.as_str()).map(str::to_string) else {
+                        return err(format!("{what}: a [[{k}]] entry of a configuration that extends a preset needs a name (the preset's to change it, a new one to add it)."));
+                    };
+                    let remove = match e.remove("remove") {
+                        None => false,
+                        Some(toml::Value::Boolean(r)) => r,
+                        Some(x) => return err(format!("{what}: [[{k}]] '{n}': remove must be true or false, not {x}.")),
+                    };
+                    let at = b.iter().position(|x| x.get("name").and_then(|m| m.as_str()) == Some(n.as_str()));
+                    match (at, remove) {
+                        (Some(i), true) => {
+                            b.remove(i);
+                        }
+                        (None, true) => {
+                            return err(format!("{what}: [[{k}]] '{n}': remove = true, but the preset has no {k} named '{n}'."))
+                        }
+                        (Some(i), false) => match &mut b[i] {
+                            toml::Value::Table(t) => merge(what, t, e)?,
+                            _ => return err(format!("{what}: the preset's {k} '{n}' is not a table.")),
+                        },
+                        (None, false) => b.push(toml::Value::Table(e)),
+                    }
+                }
+            }
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Apply one `key=value` override to a configuration table. Keys are dotted paths; arrays of
 /// named tables (`tlb`, `psc`, `cache`, `range_tlb`, `memory.kinds`) are indexed by name:
 /// `tlb.l2.entries=2048`. The value is
@@ -89,9 +154,14 @@ pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
                 .get_mut(p)
                 .and_then(|v| v.as_array_mut())
                 .ok_or_else(|| ConfigError(format!("--set '{assignment}': the configuration has no {p} entries.")))?;
+            let names: Vec<String> =
+                arr.iter().filter_map(|t| t.get("name").and_then(|n| n.as_str())).map(|n| format!("'{n}'")).collect();
             let found = arr.iter_mut().find(|t| t.get("name").and_then(|n| n.as_str()) == Some(name));
             let Some(entry) = found.and_then(|v| v.as_table_mut()) else {
-                return err(format!("--set '{assignment}': there is no {p} named '{name}'."));
+                return err(format!(
+                    "--set '{assignment}': there is no {p} named '{name}' (this configuration's: {}).",
+                    names.join(", ")
+                ));
             };
             cur = entry;
             i += 2;

@@ -1,0 +1,57 @@
+"""Composable configurations (issue 37, item 10): ``extends`` (the Rust tests in
+crates/xlat-core/src/config/tests.rs check the merge), ``xlat config list`` and ``xlat config
+show``, and an unknown structure name answered with the names that exist."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import xlat
+from xlat.sim import Run, presets
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = "workload:gups?size=1GiB&accesses=20000"
+
+
+def xlat_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "xlat", *args], capture_output=True, text=True)
+
+
+def test_list_names_every_preset():
+    p = xlat_cli("config", "list")
+    assert p.returncode == 0, p.stderr
+    assert [ln.split()[0] for ln in p.stdout.splitlines()] == presets()
+
+
+def test_show_prints_a_configuration_that_simulates_as_the_preset(tmp_path):
+    p = xlat_cli("config", "show", "skylake", "--set", "tlb.stlb.entries=3072")
+    assert p.returncode == 0, p.stderr
+    f = tmp_path / "shown.toml"
+    f.write_text(p.stdout)
+    a = xlat.simulate(SPEC, config=str(f))
+    b = xlat.simulate(SPEC, cpu="skylake", set={"tlb.stlb.entries": 3072})
+    assert a.counters == b.counters and a.config_hash == b.config_hash
+
+
+def test_the_lite_files_that_extend_sandybridge_resolve_as_their_full_copies_did(tmp_path):
+    # configs/lite/4k.toml is `extends = "sandybridge"` plus a 2-way PDE cache.
+    lite = Run(config=str(ROOT / "configs" / "lite" / "4k.toml")).check()
+    sandy = Run(cpu="sandybridge", set={"psc.pde.ways": 2}).check()
+    for k in ("tlb", "psc", "cache", "walker", "os", "memory", "sim"):
+        assert lite[k] == sandy[k], k
+    assert lite["name"] == "lite-4k"
+
+
+def test_an_unknown_structure_lists_the_names_that_exist():
+    p = xlat_cli("sim", "--cpu", "skylake", "--set", "tlb.l2d.entries=3", SPEC)
+    assert p.returncode == 1
+    assert "there is no tlb named 'l2d' (this configuration's: 'l1d-4k'" in p.stderr and "'stlb'" in p.stderr
+
+
+def test_show_of_an_unknown_name_is_one_sentence():
+    p = xlat_cli("config", "show", "pentium")
+    assert p.returncode == 1
+    assert p.stderr.strip().startswith("xlat: error: 'pentium' is neither a preset (sandybridge,")
+    assert p.stderr.count("\n") == 1
