@@ -55,7 +55,7 @@ pub fn simulate_timed(spec: &str, cfgs: &[Config], threads: usize, progress: boo
     let pipeline = threads >= 2 * n;
     let threads = threads.clamp(1, n);
     let bar = progress.then(|| {
-        let b = crate::progress::bar(0, crate::progress::BAR);
+        let b = crate::progress::bar(1, crate::progress::BAR); // sized when the first run opens its input
         b.set_message(if cfgs.len() == 1 { "simulating".to_string() } else { format!("simulating 0/{n} done") });
         // Drawn every second from the start, also while a workload builds its data on opening.
         b.enable_steady_tick(std::time::Duration::from_secs(1));
@@ -64,6 +64,7 @@ pub fn simulate_timed(spec: &str, cfgs: &[Config], threads: usize, progress: boo
     let positions: Vec<AtomicU64> = cfgs.iter().map(|_| AtomicU64::new(0)).collect();
     let done = AtomicUsize::new(0);
     let next = AtomicUsize::new(0);
+    let sized = std::sync::atomic::AtomicBool::new(false);
     let out: Vec<Mutex<Option<Outcome>>> = cfgs.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -75,8 +76,13 @@ pub fn simulate_timed(spec: &str, cfgs: &[Config], threads: usize, progress: boo
                 let t0 = Instant::now();
                 let r = open_window(spec, pipeline, window).and_then(|src| {
                     let open_s = t0.elapsed().as_secs_f64();
-                    if let Some(b) = &bar {
-                        b.inc_length(src.progress().1.unwrap_or(0));
+                    // Every run reads the same input: the bar's length is the first run's total times
+                    // the runs, set once (adding each run's total as it opened made the bar go back,
+                    // 86% -> 76%, when a run opened after others had progressed).
+                    if let (Some(b), Some(total)) = (&bar, src.progress().1) {
+                        if !sized.swap(true, Ordering::Relaxed) {
+                            b.set_length(total.saturating_mul(cfgs.len() as u64));
+                        }
                     }
                     let mut timed = Timed { inner: src, secs: 0.0 };
                     let mut sim = xlat_core::Simulator::new(&cfgs[i])?;
