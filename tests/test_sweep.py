@@ -310,6 +310,8 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
         ),
         ('tracez = ["a"]\n', ("unknown key 'tracez'",)),
         ('traces = ["recipe:nope"]\n', ("no real workload named 'nope'",)),
+        ("window = { skip = 5, lmit = 3 }\n", ("window must be a table of skip, warmup and limit",)),
+        ("window = { limit = 0 }\n", ("window: limit takes at least 1 access",)),
     ],
 )
 def test_bad_sweep_files(tmp_path, body, words):
@@ -453,3 +455,28 @@ def test_unreadable_files_are_set_aside_without_a_cluster(tmp_path):
     again.write(a, {"key": a, "walks": 5, "derived.mpki": 1.5})
     df = pd.read_parquet(tmp_path).sort_values("key")
     assert df["walks"].tolist() == [5, 7] and df["derived.mpki"].tolist()[0] == 1.5
+
+
+def test_a_window_is_every_point_s_and_part_of_its_key(tmp_path):
+    # Issue 37, item 1: `window = {skip, warmup, limit}` in the sweep file; each point equals
+    # xlat.sim.simulate with the same window, and the same points over the whole trace are other
+    # points (their keys differ), so neither is taken for the other.
+    spec = "workload:gups?size=1GiB&accesses=60000"
+    body = f'traces = ["{spec}"]\n[axes]\n"tlb.stlb.entries" = [768, 1536]\n'
+    f = tmp_path / "w.toml"
+    f.write_text("window = { skip = 5000, warmup = 10000, limit = 30000 }\n" + body)
+    out = tmp_path / "res"
+    p = run_cli(str(f), "-o", str(out), "--workers", "1", "--json", "-")
+    assert p.returncode == 0, p.stderr
+    df = pd.read_parquet(out)
+    assert len(df) == 2 and set(df["window.warmup"]) == {10_000}
+    for _, row in df.iterrows():
+        e = int(row["axis.tlb.stlb.entries"])
+        want = simulate(spec, set=[f"tlb.stlb.entries={e}"], skip=5000, warmup=10_000, limit=30_000)
+        assert row["accesses"] == 30_000 and row["walker.walks"] == want.counters["walker.walks"]
+    whole = tmp_path / "whole.toml"
+    whole.write_text(body)
+    p = run_cli(str(whole), "-o", str(out), "--workers", "1", "--json", "-")
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    assert (s["already_done"], s["ran"]) == (0, 2)

@@ -23,6 +23,7 @@ from xlat.sweep.store import (
     file_stat_key,
     layout_hash,
     point_key,
+    window_hash,
     xlat_version,
 )
 
@@ -42,26 +43,27 @@ _worker_hashes: dict[str, tuple[list[int], str]] = {}
 _share_decision: dict[str, bool] = {}
 
 
-def _separately(trace: str, args: list) -> list[tuple[str | None, str | None]]:
+def _separately(trace: str, args: list, window=None) -> list[tuple[str | None, str | None]]:
     from xlat import _native
 
     out: list[tuple[str | None, str | None]] = []
     for a in args:
         try:
-            out.append((_native.simulate(trace, [a], 1, False)[0][0], None))
+            out.append((_native.simulate(trace, [a], 1, False, window)[0][0], None))
         except _native.XlatError as e:
             out.append((None, str(e)))
     return out
 
 
-def run_group(trace: str, trace_hash: str | None, items: list, decode_once: str) -> list:
+def run_group(trace: str, trace_hash: str | None, items: list, decode_once: str, window=None) -> list:
     """On a worker: simulate ``trace`` under each (key, native args) of ``items``; returns
     (key, result JSON or None, error or None) per item. A trace file is checked against the
     client's content hash first (a worker with another copy of the file must not mix results).
 
     ``decode_once``: ``always`` feeds every configuration from one decoding of the trace,
     ``never`` runs each on its own, ``auto`` decides once per trace on this worker from the
-    first point's timing: share when decoding took at least ``SHARE_WHEN`` of its run."""
+    first point's timing: share when decoding took at least ``SHARE_WHEN`` of its run.
+    ``window``: (skip, warmup, limit) of every point (xlat.window), or None for the whole trace."""
     from xlat import _native
 
     if trace_hash is not None:
@@ -82,7 +84,7 @@ def run_group(trace: str, trace_hash: str | None, items: list, decode_once: str)
     if decode_once == "auto":
         if trace not in _share_decision and args:
             try:
-                s, _open, input_s, total_s = _native.simulate(trace, [args[0]], 1, False)[0]
+                s, _open, input_s, total_s = _native.simulate(trace, [args[0]], 1, False, window)[0]
                 out.append((s, None))
                 _share_decision[trace] = total_s > 0 and input_s >= SHARE_WHEN * total_s
             except _native.XlatError as e:
@@ -90,9 +92,9 @@ def run_group(trace: str, trace_hash: str | None, items: list, decode_once: str)
             args = args[1:]
         share = _share_decision.get(trace, False)
     if share and len(args) > 1:
-        out += _native.simulate_shared(trace, args)
+        out += _native.simulate_shared(trace, args, False, window)
     else:
-        out += _separately(trace, args)
+        out += _separately(trace, args, window)
     return [(k, s, e) for (k, _), (s, e) in zip(items, out, strict=True)]
 
 
@@ -147,6 +149,8 @@ def plan(sweep: Sweep, results: Results, version: str) -> tuple[list[Planned], d
     """Key every point (hashing each trace once) and say where each trace is read from."""
     paths = resolve_recipes(sweep, results, False)
     th = {t: results.trace_hash(paths.get(t, t)) for t in sweep.traces}
+    # A window is part of what a point reads (keys of whole-trace points stay as they were).
+    kh = th if sweep.window.whole else {t: window_hash(h, sweep.window) for t, h in th.items()}
     lh: dict[str | None, str] = {}
     resolved_cache = dict(sweep.resolved)  # built when the sweep file was checked
     out = []
@@ -160,13 +164,13 @@ def plan(sweep: Sweep, results: Results, version: str) -> tuple[list[Planned], d
         ch = config_hash(resolved)
         out.append(
             Planned(
-                p, point_key(th[p.trace], ch, lh[p.layout], version), ch, lh[p.layout], th[p.trace], resolved
+                p, point_key(kh[p.trace], ch, lh[p.layout], version), ch, lh[p.layout], th[p.trace], resolved
             )
         )
     return out, paths
 
 
-def row_of(pl: Planned, result: dict, version: str, axis_keys: list[str]) -> dict[str, Any]:
+def row_of(pl: Planned, result: dict, version: str, axis_keys: list[str], window=None) -> dict[str, Any]:
     p = pl.point
     row: dict[str, Any] = {
         "key": pl.key,
@@ -183,6 +187,8 @@ def row_of(pl: Planned, result: dict, version: str, axis_keys: list[str]) -> dic
         "sim_config_hash": result["config_hash"],
         "config_json": json.dumps(result["config"], sort_keys=True),
     }
+    if window is not None and not window.whole:
+        row.update({"window.skip": window.skip, "window.warmup": window.warmup, "window.limit": window.limit})
     ax = dict(p.axes)
     for k in axis_keys:
         row[f"axis.{k}"] = ax.get(k)
@@ -284,7 +290,7 @@ def run_sweep(
             path = paths.get(trace, trace)
             th = None if path.startswith("workload:") else g[0].trace_hash
             items = [(pl.key, pl.point.run()._native_args()) for pl in g]
-            fut = client.submit(run_group, path, th, items, decode_once, pure=False)
+            fut = client.submit(run_group, path, th, items, decode_once, sweep.window.native(), pure=False)
             carried[fut.key] = [pl.key for pl in g]
             futures.append(fut)
         if on_progress:
@@ -309,7 +315,7 @@ def run_sweep(
                         {"key": k, "point": f"{pl.point.trace} {pl.point.label}", "error": str(err)}
                     )
                     continue
-                results.write(k, row_of(pl, json.loads(s), version, sweep.axis_keys))
+                results.write(k, row_of(pl, json.loads(s), version, sweep.axis_keys, sweep.window))
                 out.ran += 1
             if on_progress:
                 on_progress(out.ran + len(out.failed), len(todo), time.perf_counter() - t0)

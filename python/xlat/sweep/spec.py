@@ -25,9 +25,11 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
-from xlat.sim import Run
+from xlat.sim import ConfigError, Run
+from xlat.window import Window
+from xlat.window import window as make_window
 
-KEYS = ("traces", "cpus", "configs", "set", "layouts", "axes", "points")
+KEYS = ("traces", "cpus", "configs", "set", "layouts", "window", "axes", "points")
 NO_LAYOUT = "none"
 
 
@@ -67,6 +69,8 @@ class Sweep:
     axis_keys: list[str]
     #: The effective configuration of each (base kind, base, overrides, layout), as built.
     resolved: dict[tuple, dict] = field(default_factory=dict)
+    #: The window of every trace (``window = {skip, warmup, limit}``; docs/windows.md).
+    window: Window = field(default_factory=Window)
 
 
 def value_text(v: Any, where: str) -> str:
@@ -119,6 +123,13 @@ def load(path: str) -> Sweep:
     if not bases:
         bases = [("cpu", "skylake")]
     fixed = tuple(_strings(doc, "set", where))
+    win = doc.get("window", {})
+    if not isinstance(win, dict) or set(win) - {"skip", "warmup", "limit"}:
+        raise SweepError(f"{where}: window must be a table of skip, warmup and limit (accesses)")
+    try:
+        window = make_window(**win)
+    except ConfigError as e:
+        raise SweepError(f"{where}: window: {e}") from None
     layouts: list[str | None] = [
         None if lay == NO_LAYOUT else _resolve(lay, base_dir) for lay in _strings(doc, "layouts", where)
     ] or [None]
@@ -157,7 +168,7 @@ def load(path: str) -> Sweep:
         for c in combos
     ]
     resolved = check(points, axis_lists, where)
-    return Sweep(path, traces, points, axis_keys, resolved)
+    return Sweep(path, traces, points, axis_keys, resolved, window)
 
 
 def check(points: list[Point], axis_lists: list[tuple[str, list[str]]], where: str) -> dict[tuple, dict]:

@@ -89,6 +89,11 @@ def layout_hash(path: str | None) -> str:
         return _h("layout", canonical(json.loads(check_layout(os.path.basename(path), f.read()))))
 
 
+def window_hash(trace_h: str, window: Any) -> str:
+    """The trace's hash with a window of it (xlat.window.Window) folded in, for point keys."""
+    return _h("window", trace_h, canonical(list(window)))
+
+
 def point_key(trace_h: str, config_h: str, layout_h: str, version: str) -> str:
     return _h("point", trace_h, config_h, layout_h, version)
 
