@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
+from pathlib import Path
 
 import pytest
 import xlat.sim as sim
 from xlat.cli import main
 
+ROOT = Path(__file__).resolve().parents[1]
 GUPS = "workload:gups?size=1GiB&accesses=30000&seed=2"
 
 
@@ -22,7 +25,7 @@ def test_simulate_returns_counters_and_a_dataframe():
     assert r.derived["M"] == c["walker.walks"]
     df = r.to_pandas()
     assert df.shape[0] == 1
-    assert df.loc["skylake/4k", "walker.walks"] == c["walker.walks"]
+    assert (df.loc[0, "label"], df.loc[0, "walker.walks"]) == ("skylake/4k", c["walker.walks"])
     assert r.data["schema"] == "xlat-sim-result" and r.data["schema_version"] == 1
 
 
@@ -33,7 +36,27 @@ def test_several_configurations_in_order_and_deterministic():
     assert [r.to_json() for r in a] == [r.to_json() for r in b]
     assert [r.label for r in a] == ["skylake/4k", "skylake/thp-always", "haswell/4k"]
     assert a[1].counters["walker.walks"] < a[0].counters["walker.walks"]
-    assert list(a.to_pandas().index) == [r.label for r in a]
+    assert list(a.to_pandas()["label"]) == [r.label for r in a]
+
+
+def test_rows_carry_their_parameters():
+    # Issue 37, item 2: 12 rows all indexed skylake/4k, no column for the overrides, no layout
+    # name. Every row now says what made it, and the frame keeps it all through to_csv.
+    pd = pytest.importorskip("pandas")
+    runs = [
+        sim.Run(cpu="skylake", set={"tlb.stlb.entries": 3072}),
+        sim.Run(cpu="skylake", policy="thp"),
+        sim.Run(cpu="skylake", layout=str(ROOT / "configs" / "layouts" / "mixed.toml")),
+    ]
+    df = sim.simulate_many(GUPS, runs, skip=100, limit=20_000).to_pandas()
+    assert list(df.index) == [0, 1, 2]
+    assert list(df["label"]) == ["skylake/4k", "skylake/thp-always", "skylake/mosaic:mixed"]
+    assert list(df["layout"]) == ["", "", "mixed"]
+    assert list(df["set"]) == ["tlb.stlb.entries=3072", "os.policy=thp", ""]
+    assert df["set.tlb.stlb.entries"].tolist()[0] == 3072 and str(df["set.tlb.stlb.entries"].dtype) == "Int64"
+    assert (df["trace"] == GUPS).all() and (df["window.limit"] == 20_000).all()
+    back = pd.read_csv(io.StringIO(df.to_csv(index=False)))
+    assert list(back["set.os.policy"].fillna("")) == ["", "thp", ""]
 
 
 def test_time_series_is_sampled():

@@ -94,6 +94,17 @@ class Run:
         return json.loads(_native.check_config(*self._native_args()))
 
 
+def _toml_value(text: str) -> Any:
+    """A ``--set`` value as the configuration reads it: TOML (``3072``, ``true``, ``"lru"``), else
+    the text itself (``thp``)."""
+    import tomllib
+
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
 def _overrides(s: Any) -> list[str]:
     """``set=`` as ``key=value`` strings: one string, a sequence of them, or a mapping."""
     if isinstance(s, str):
@@ -132,6 +143,9 @@ class SimResult:
         #: The accesses read and counted (:mod:`xlat.window`): ``{"skip", "warmup", "limit"}``,
         #: or None for the whole trace, all counted.
         self.window: dict[str, Any] | None = data.get("window")
+        #: The run that made this result (configuration, overrides, layout), when
+        #: :func:`simulate_many` made it: its parameters become columns of :meth:`to_dict`.
+        self.run: Run | None = None
         #: Wall seconds of the run (not part of the result's data): ``open_s`` opening the input
         #: (a workload may build its data there), ``input_s`` that plus waiting for its batches
         #: (decoding, generating), ``total_s`` in all; the simulation took ``total_s - input_s``.
@@ -161,13 +175,27 @@ class SimResult:
         return energy(self, set, walk_loads, l1_lookups=l1_lookups)
 
     def to_dict(self, energy: Any = None, walk_loads: str = "l1") -> dict[str, Any]:
-        """Counters and derived metrics in one flat dict (plus identification); with ``energy``
-        (an energy set name or path, or True for the default) also the ``energy.*`` figures."""
+        """Counters and derived metrics in one flat dict, after what identifies the run: the
+        configuration's name, policy and hash, its ``label``, the ``trace``, the ``layout`` (its
+        name; "" without one), the overrides (``set``: as given, ";"-joined, and one ``set.KEY``
+        column each, typed as TOML reads the value) and the window (``window.*``, when there is
+        one); with ``energy`` (an energy set name or path, or True for the default) also the
+        ``energy.*`` figures."""
         row: dict[str, Any] = {
             "config": self.config_name,
             "policy": self.policy,
             "config_hash": self.config_hash,
+            "label": self.label,
+            "trace": self.trace,
+            "layout": (self.config.get("layout") or {}).get("name") or "",
         }
+        sets = _overrides(self.run.set) if self.run is not None else []
+        if self.run is not None and self.run.policy is not None:
+            sets.append(f"os.policy={self.run.policy}")
+        row["set"] = ";".join(sets)
+        for s in sets:
+            k, _, v = s.partition("=")
+            row[f"set.{k.strip()}"] = _toml_value(v.strip())
         if self.window:
             row.update({f"window.{k}": v for k, v in self.window.items()})
         row.update(self.counters)
@@ -177,11 +205,12 @@ class SimResult:
         return row
 
     def to_pandas(self, energy: Any = None, walk_loads: str = "l1"):
-        """One-row DataFrame of every counter and derived metric, indexed by ``label``; with
-        ``energy``, the energy figures too (:meth:`to_dict`)."""
+        """One-row DataFrame of :meth:`to_dict`: the run's parameters (``label``, ``trace``,
+        ``layout``, ``set.*``, ``window.*``) and every counter and derived metric as columns, with
+        no index of its own (a tidy frame: ``to_csv(index=False)`` keeps everything)."""
         import pandas as pd
 
-        return pd.DataFrame([self.to_dict(energy, walk_loads)], index=[self.label])
+        return pd.DataFrame([self.to_dict(energy, walk_loads)])
 
     def series_to_pandas(self):
         """The sampled counters (one row per interval, cumulative; ``.diff()`` for per-interval
@@ -214,7 +243,13 @@ class SimResults(list):
     def to_pandas(self, energy: Any = None, walk_loads: str = "l1"):
         import pandas as pd
 
-        return pd.concat([r.to_pandas(energy, walk_loads) for r in self]) if self else pd.DataFrame()
+        if not self:
+            return pd.DataFrame()
+        df = pd.concat([r.to_pandas(energy, walk_loads) for r in self], ignore_index=True)
+        # An override or window some runs lack: a nullable typed column (3072 stays an integer).
+        for col in [c for c in df.columns if c.startswith(("set.", "window."))]:
+            df[col] = df[col].convert_dtypes()
+        return df
 
 
 def simulate_many(
@@ -244,8 +279,9 @@ def simulate_many(
     args = [r._native_args() for r in runs]
     out = _native.simulate(str(trace), args, threads, progress, win.native())
     results = SimResults()
-    for s, open_s, input_s, total_s in out:
+    for run, (s, open_s, input_s, total_s) in zip(runs, out, strict=True):
         r = SimResult(json.loads(s))
+        r.run = run
         r.timing = {"open_s": open_s, "input_s": input_s, "total_s": total_s}
         results.append(r)
     return results
