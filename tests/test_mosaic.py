@@ -682,7 +682,9 @@ def test_an_alignment_the_heap_cannot_place_comes_from_the_anon_pool(tmp_path):
         (1, 1, ["mmap-first"], "12 0\n", warning),  # the anon pool's one aligned address is taken
     ]:
         lay = tmp_path / f"h{heap}a{anon}.toml"
-        lay.write_text(f'version = 1\nname = "h{heap}a{anon}"\n[heap]\nsize = {heap << 30}\n[anon]\nsize = {anon << 30}\n')
+        lay.write_text(
+            f'version = 1\nname = "h{heap}a{anon}"\n[heap]\nsize = {heap << 30}\n[anon]\nsize = {anon << 30}\n'
+        )
         p = subprocess.run(
             [sys.executable, "-m", "xlat.mosaic", "run", "--layout", str(lay), "--", str(exe), *args],
             capture_output=True,

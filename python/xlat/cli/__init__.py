@@ -99,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.register_import(sub)  # import (lackey, ChampSim)
     experiment.register(sub)  # experiment mosmodel (real runs against simulated metrics)
     contiguity.register(sub)  # contiguity (ranges in live processes' page tables)
-    model.register(sub, common)
-    config.register(sub, common)  # config list / show: presets and effective configurations  # model mach (seed 001 chapter 5)
+    model.register(sub, common)  # model mach (seed 001 chapter 5)
+    config.register(sub, common)  # config list / show: presets and effective configurations
     return p
 
 

@@ -66,7 +66,10 @@ const NAMED: &[&str] = &["tlb", "psc", "cache", "range_tlb"];
 pub(crate) fn extend(what: &str, mut child: toml::Table) -> Result<toml::Table> {
     let Some(base) = child.remove("extends") else { return Ok(child) };
     let Some(name) = base.as_str() else {
-        return err(format!("{what}: extends must name a preset ({}), not {base}.", crate::presets::names().join(", ")));
+        return err(format!(
+            "{what}: extends must name a preset ({}), not {base}.",
+            crate::presets::names().join(", ")
+        ));
     };
     let Some(text) = crate::presets::get(name) else {
         return err(format!(
@@ -94,7 +97,9 @@ fn merge(what: &str, base: &mut toml::Table, over: toml::Table) -> Result<()> {
                     let remove = match e.remove("remove") {
                         None => false,
                         Some(toml::Value::Boolean(r)) => r,
-                        Some(x) => return err(format!("{what}: [[{k}]] '{n}': remove must be true or false, not {x}.")),
+                        Some(x) => {
+                            return err(format!("{what}: [[{k}]] '{n}': remove must be true or false, not {x}."))
+                        }
                     };
                     let at = b.iter().position(|x| x.get("name").and_then(|m| m.as_str()) == Some(n.as_str()));
                     match (at, remove) {
@@ -102,7 +107,9 @@ fn merge(what: &str, base: &mut toml::Table, over: toml::Table) -> Result<()> {
                             b.remove(i);
                         }
                         (None, true) => {
-                            return err(format!("{what}: [[{k}]] '{n}': remove = true, but the preset has no {k} named '{n}'."))
+                            return err(format!(
+                                "{what}: [[{k}]] '{n}': remove = true, but the preset has no {k} named '{n}'."
+                            ))
                         }
                         (Some(i), false) => match &mut b[i] {
                             toml::Value::Table(t) => merge(what, t, e)?,
