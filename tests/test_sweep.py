@@ -480,3 +480,26 @@ def test_a_window_is_every_point_s_and_part_of_its_key(tmp_path):
     assert p.returncode == 0, p.stderr
     s = json.loads(p.stdout)
     assert (s["already_done"], s["ran"]) == (0, 2)
+
+
+def test_axis_columns_are_typed_from_the_sweep_file(tmp_path):
+    # Issue 37, item 4: axis values were stored as text (1536 sorted before 768).
+    spec = "workload:gups?size=1GiB&accesses=5000"
+    f = tmp_path / "t.toml"
+    f.write_text(
+        f'traces = ["{spec}"]\n[axes]\n"tlb.stlb.entries" = [1536, 768]\n"os.policy" = ["4k"]\n'
+        '"sim.data_through_caches" = [false]\n'
+    )
+    out = tmp_path / "res"
+    p = run_cli(str(f), "-o", str(out), "--workers", "1")
+    assert p.returncode == 0, p.stderr
+    df = pd.read_parquet(out).sort_values("axis.tlb.stlb.entries")
+    assert (
+        list(df["axis.tlb.stlb.entries"]) == [768, 1536] and str(df["axis.tlb.stlb.entries"].dtype) == "int64"
+    )
+    assert list(df["axis.os.policy"]) == ["4k", "4k"] and df["axis.sim.data_through_caches"].dtype == bool
+    # The same axis given text values into the same directory: one sentence, not a mixed dataset.
+    g = tmp_path / "u.toml"
+    g.write_text(f'traces = ["{spec}"]\n[axes]\n"tlb.stlb.entries" = [3072, "768"]\n')
+    p = run_cli(str(g), "-o", str(out), "--workers", "1")
+    assert p.returncode == 1 and "column axis.tlb.stlb.entries is int64" in p.stderr, p.stderr

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from xlat.sweep.spec import Point, Sweep, SweepError
+from xlat.sweep.spec import Point, Sweep, SweepError, axis_value
 from xlat.sweep.store import (
     Results,
     config_hash,
@@ -170,7 +170,9 @@ def plan(sweep: Sweep, results: Results, version: str) -> tuple[list[Planned], d
     return out, paths
 
 
-def row_of(pl: Planned, result: dict, version: str, axis_keys: list[str], window=None) -> dict[str, Any]:
+def row_of(
+    pl: Planned, result: dict, version: str, axis_keys: list[str], window=None, axis_types=None
+) -> dict[str, Any]:
     p = pl.point
     row: dict[str, Any] = {
         "key": pl.key,
@@ -190,8 +192,10 @@ def row_of(pl: Planned, result: dict, version: str, axis_keys: list[str], window
     if window is not None and not window.whole:
         row.update({"window.skip": window.skip, "window.warmup": window.warmup, "window.limit": window.limit})
     ax = dict(p.axes)
+    types = axis_types or {}
     for k in axis_keys:
-        row[f"axis.{k}"] = ax.get(k)
+        v = ax.get(k)
+        row[f"axis.{k}"] = None if v is None else axis_value(v, types.get(k, "string"))
     row.update(result["counters"])
     row.update({f"derived.{k}": v for k, v in result["derived"].items()})
     return row
@@ -315,7 +319,8 @@ def run_sweep(
                         {"key": k, "point": f"{pl.point.trace} {pl.point.label}", "error": str(err)}
                     )
                     continue
-                results.write(k, row_of(pl, json.loads(s), version, sweep.axis_keys, sweep.window))
+                row = row_of(pl, json.loads(s), version, sweep.axis_keys, sweep.window, sweep.axis_types)
+                results.write(k, row, sweep.axis_types)
                 out.ran += 1
             if on_progress:
                 on_progress(out.ran + len(out.failed), len(todo), time.perf_counter() - t0)

@@ -71,6 +71,31 @@ class Sweep:
     resolved: dict[tuple, dict] = field(default_factory=dict)
     #: The window of every trace (``window = {skip, warmup, limit}``; docs/windows.md).
     window: Window = field(default_factory=Window)
+    #: Per axis key, the type of its ``axis.*`` column: "int", "float", "bool" or "string"
+    #: (every value the sweep file gives the key decides it: 768 and 1536 are an int column).
+    axis_types: dict[str, str] = field(default_factory=dict)
+
+
+def axis_type(values: list[Any]) -> str:
+    """The column type of an axis whose sweep-file values are ``values`` (TOML scalars)."""
+    if values and all(isinstance(v, bool) for v in values):
+        return "bool"
+    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return "int"
+    if values and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return "float"
+    return "string"
+
+
+def axis_value(text: str, typ: str) -> Any:
+    """An axis value (as text, :func:`value_text`) as its column's type."""
+    if typ == "bool":
+        return text == "true"
+    if typ == "int":
+        return int(text)
+    if typ == "float":
+        return float(text)
+    return text
 
 
 def value_text(v: Any, where: str) -> str:
@@ -138,12 +163,14 @@ def load(path: str) -> Sweep:
     if not isinstance(axes, dict):
         raise SweepError(f"{where}: [axes] must be a table of KEY = [values]")
     axis_lists: list[tuple[str, list[str]]] = []
+    raw: dict[str, list[Any]] = {}
     for k, vals in axes.items():
         if not isinstance(vals, list):
             vals = [vals]
         if not vals:
             raise SweepError(f"{where}: axis '{k}' is empty: give it at least one value")
         axis_lists.append((k, [value_text(v, f"{where}: axis '{k}'") for v in vals]))
+        raw.setdefault(k, []).extend(vals)
     explicit = doc.get("points", [])
     if not isinstance(explicit, list) or not all(isinstance(p, dict) for p in explicit):
         raise SweepError(f"{where}: [[points]] must be tables of KEY = value")
@@ -154,6 +181,8 @@ def load(path: str) -> Sweep:
             combos.append(tuple(zip(keys, vals, strict=True)))
     for i, p in enumerate(explicit):
         combos.append(tuple((k, value_text(v, f"{where}: point {i + 1} key '{k}'")) for k, v in p.items()))
+        for k, v in p.items():
+            raw.setdefault(k, []).append(v)
     if not combos:
         combos = [()]
     axis_keys = [k for k, _ in axis_lists]
@@ -168,7 +197,8 @@ def load(path: str) -> Sweep:
         for c in combos
     ]
     resolved = check(points, axis_lists, where)
-    return Sweep(path, traces, points, axis_keys, resolved, window)
+    types = {k: axis_type(raw.get(k, [])) for k in axis_keys}
+    return Sweep(path, traces, points, axis_keys, resolved, window, types)
 
 
 def check(points: list[Point], axis_lists: list[tuple[str, list[str]]], where: str) -> dict[tuple, dict]:

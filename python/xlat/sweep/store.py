@@ -37,7 +37,8 @@ DAMAGED = "_damaged"
 CHECKED = "_checked-points.json"
 UNREADABLE = "unreadable (truncated or damaged)"
 POINT_RE = re.compile(r"^point-([0-9a-f]{32})\.parquet$")
-FORMAT = 1
+#: 2: axis columns typed (int, float, bool or string, from the sweep file's values); 1 had text.
+FORMAT = 2
 #: Identification columns (text) every row has, before the axes, counters and derived figures.
 ID_COLUMNS = (
     "key",
@@ -140,6 +141,11 @@ class Results:
                 had = m["xlat_version"]
             except (OSError, ValueError, KeyError, TypeError):
                 raise SweepError(f"{root} holds a damaged {MANIFEST}; it is not a sweep's results") from None
+            if had == version and m.get("format") != FORMAT:
+                raise SweepError(
+                    f"{root} holds results in format {m.get('format')} (text axis columns), this xlat writes "
+                    f"format {FORMAT} (typed ones): give another results directory"
+                )
             if had != version:
                 raise SweepError(
                     f"{root} was written by {had}, not by this {version}: its points cannot be reused "
@@ -269,12 +275,22 @@ class Results:
         self._write_table(merged.empty_table(), SCHEMA_FILE)
         return merged
 
-    def write(self, key: str, row: dict[str, Any]) -> None:
+    def write(self, key: str, row: dict[str, Any], axis_types: dict[str, str] | None = None) -> None:
         """Write one finished point: merge its columns into the schema file first (so a kill
-        in between loses no column), then the point's file under a temporary name, renamed."""
+        in between loses no column), then the point's file under a temporary name, renamed.
+        A column whose type differs from the one earlier points gave it is one sentence."""
         import pyarrow as pa
 
-        table = pa.Table.from_pylist([row], schema=row_schema(row))
+        table = pa.Table.from_pylist([row], schema=row_schema(row, axis_types))
+        if self._schema is not None:
+            for f in table.schema:
+                i = self._schema.get_field_index(f.name)
+                if i >= 0 and self._schema.field(i).type != f.type:
+                    raise SweepError(
+                        f"column {f.name} is {self._schema.field(i).type} in {self.root}'s earlier points but "
+                        f"{f.type} in this sweep (an axis given values of another type); give another "
+                        "results directory"
+                    )
         if self._schema is None or any(self._schema.get_field_index(f.name) < 0 for f in table.schema):
             fields = list(self._schema) if self._schema is not None else []
             have = {f.name for f in fields}
@@ -336,13 +352,18 @@ class Damaged:
         return f"sweep point {self.path} is {self.why}; moved it to {self.moved_to}, {then}"
 
 
-def row_schema(row: dict[str, Any]):
-    """Column types by name: identification and axis columns are text, ``derived.*`` float64,
-    counters int64 (the same in every file, so the files of a dataset always agree)."""
+def row_schema(row: dict[str, Any], axis_types: dict[str, str] | None = None):
+    """Column types by name: identification columns are text, ``axis.KEY`` the sweep file's type
+    for KEY (``axis_types``: int64, float64, bool or text), ``derived.*`` float64, counters int64
+    (the same in every file, so the files of a dataset always agree)."""
     import pyarrow as pa
 
+    arrow = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "string": pa.string()}
+
     def typ(k: str):
-        if k in ID_COLUMNS or k.startswith("axis."):
+        if k.startswith("axis."):
+            return arrow[(axis_types or {}).get(k.removeprefix("axis."), "string")]
+        if k in ID_COLUMNS:
             return pa.string()
         if k.startswith("derived."):
             return pa.float64()
