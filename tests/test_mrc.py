@@ -37,9 +37,14 @@ def test_curves_by_hand(tmp_path):
     assert r.instructions == 7
     df = r.to_pandas()
     assert len(df) == 6
-    assert df.loc[("4KB", 1, 3), "misses"] == 4
-    assert df.loc[("4KB", 2, 2), "mpki"] == pytest.approx(1000 * 5 / 7)
-    assert df.loc[("4KB", 1, 1), "miss_ratio"] == 1.0
+    at = df.set_index(["page_size", "sets", "entries"])
+    assert at.loc[("4KB", 1, 3), "misses"] == 4
+    assert at.loc[("4KB", 2, 2), "mpki"] == pytest.approx(1000 * 5 / 7)
+    assert at.loc[("4KB", 1, 1), "miss_ratio"] == 1.0
+    # Tidy: the three keys are columns, and to_csv(index=False) keeps them (issue 37, item 4).
+    assert {"page_size", "sets", "entries"} <= set(df.columns) and list(df.index) == list(range(len(df)))
+    header = df.to_csv(index=False).splitlines()[0].split(",")
+    assert {"page_size", "sets", "entries"} <= set(header)
 
 
 @pytest.mark.parametrize("policy", ["4k", "thp"])

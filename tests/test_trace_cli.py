@@ -73,7 +73,7 @@ def test_both_format_versions_read_back_the_same(tmp_path):
         got[v] = xlat.read_accesses(str(out))
     for col in ["addr", "icount", "tid", "size", "kind"]:
         np.testing.assert_array_equal(got["1.1"][col], got["1.0"][col])
-    assert got["1.1"]["side"] == got["1.0"]["side"]
+    assert got["1.1"].side == got["1.0"].side
     np.testing.assert_array_equal(got["1.1"]["addr"], xlat.read_accesses(spec)["addr"])
     bad = run_xlat("convert", spec, str(tmp_path / "x.xlat"), "--format-version", "2.0", check=False)
     assert bad.returncode == 2 and "--format-version: invalid choice: '2.0'" in bad.stderr

@@ -171,3 +171,13 @@ def test_analyses_take_skip_and_limit():
     assert a.instructions < b.instructions
     cols = xlat.read_accesses(spec, limit=10, skip=19_995)
     assert len(cols["addr"]) == 5
+
+
+def test_accesses_make_a_dataframe():
+    # Issue 37, item 4: pd.DataFrame(xlat.read_accesses(...)) failed (a side list beside the
+    # numpy columns); the side events are now an attribute.
+    pd = pytest.importorskip("pandas")
+    acc = xlat.read_accesses("workload:clientserver?servers=2&rounds=5", limit=2000)
+    df = pd.DataFrame(acc)
+    assert len(df) == 2000 and list(df.columns) == ["addr", "icount", "tid", "size", "kind"]
+    assert df["addr"].dtype == "uint64" and len(acc.side) > 0 and "side" not in acc

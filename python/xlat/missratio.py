@@ -83,10 +83,12 @@ class MrcResult:
         return out
 
     def to_pandas(self):
-        """Every point (:meth:`rows`) as a DataFrame indexed by (page_size, sets, entries)."""
+        """Every point (:meth:`rows`) as a tidy DataFrame: one row per (page_size, sets,
+        entries), those three as columns like the rest (no index of its own, so
+        ``to_csv(index=False)`` keeps them; issue 37, item 4)."""
         import pandas as pd
 
-        return pd.DataFrame(self.rows()).set_index(["page_size", "sets", "entries"])
+        return pd.DataFrame(self.rows())
 
     def plot(self, path: str, metric: str = "mpki") -> None:
         """Misses (``metric="misses"``) or MPKI against entries (log2 axis), one line per page

@@ -11,6 +11,7 @@ from xlat import _native
 from xlat._native import EventError, TraceError, TraceIOError, WorkloadError, XlatError
 
 __all__ = [
+    "Accesses",
     "Event",
     "EventError",
     "Trace",
@@ -118,11 +119,19 @@ def open(spec: str) -> Trace:
     return Trace(spec)
 
 
-def read_accesses(
-    spec: str, limit: int | None = None, progress: bool = False, skip: int = 0
-) -> dict[str, Any]:
+class Accesses(dict):
+    """The accesses of :func:`read_accesses`: a dict of equal-length numpy columns (``addr``,
+    ``icount``, ``tid``, ``size``, ``kind``), so that ``pandas.DataFrame(acc)`` is one row per
+    access; the side events (syscalls and markers, as tuples whose second item is the index of
+    the access they precede) are the attribute ``side``, not a column."""
+
+    side: list
+
+
+def read_accesses(spec: str, limit: int | None = None, progress: bool = False, skip: int = 0) -> Accesses:
     """Read up to ``limit`` accesses, after passing over ``skip``, into numpy columns (see
-    :meth:`Trace.batches`; the skipped part's side events are kept, as in :mod:`xlat.window`).
+    :meth:`Trace.batches` and :class:`Accesses`; the skipped part's side events are kept, as in
+    :mod:`xlat.window`).
 
     The GIL is released while reading.
     """
@@ -130,7 +139,11 @@ def read_accesses(
         raise ValueError(f"limit must be >= 0, not {limit}")
     if skip < 0:
         raise ValueError(f"skip must be >= 0, not {skip}")
-    return _native.read_accesses(str(spec), limit, progress, skip)
+    raw = _native.read_accesses(str(spec), limit, progress, skip)
+    side = raw.pop("side")
+    acc = Accesses(raw)
+    acc.side = side
+    return acc
 
 
 # Trace format versions this xlat writes, oldest first (the last is the current one).
