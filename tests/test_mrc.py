@@ -115,3 +115,16 @@ def test_cli_missing_trace_exits_non_zero(xlat_cli, tmp_path):
     p = xlat_cli("mrc", str(tmp_path / "none.xlat"), check=False)
     assert p.returncode == 1
     assert p.stderr.startswith("xlat: error: ") and p.stderr.count("\n") == 1
+
+
+def test_plot_axes_and_range(tmp_path, capsys):
+    # Issue 37, item 7: the y axis was linear (dominated by the 1-entry TLB) with no range option.
+    pytest.importorskip("matplotlib")
+    spec = "workload:gups?size=1GiB&accesses=20000"
+    for extra in ([], ["--yscale", "linear", "--entries-range", "16,4096"]):
+        png = tmp_path / f"m{len(extra)}.png"
+        assert main(["mrc", spec, "--plot", str(png), "--no-progress", *extra]) == 0
+        assert png.read_bytes()[:4] == b"\x89PNG"
+    capsys.readouterr()
+    assert main(["mrc", spec, "--plot", str(tmp_path / "x.png"), "--entries-range", "64,16"]) == 1
+    assert "--entries-range takes LO,HI with 1 <= LO <= HI, not 64,16" in capsys.readouterr().err

@@ -158,3 +158,12 @@ def test_cli_table_shows_walk_and_tlb_hit_cycle_shares_apart(capsys):
     # THP turns most walks into L2-TLB hits, so the two shares differ in both configurations.
     assert rows["walk cycles share"] != rows["L2-TLB hit cycles share"]
     assert float(rows["L2-TLB hit cycles share"][1].rstrip("%")) > 0
+
+
+def test_cli_plot_of_the_headline_figures(tmp_path):
+    # Issue 37, item 7: xlat sim had no plot.
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "s.png"
+    rc = main(["sim", "--no-progress", "--policies", "4k,thp", GUPS, "--warmup", "1000", "--plot", str(png)])
+    assert rc == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000

@@ -90,9 +90,15 @@ class MrcResult:
 
         return pd.DataFrame(self.rows())
 
-    def plot(self, path: str, metric: str = "mpki") -> None:
+    def plot(
+        self, path: str, metric: str = "mpki", yscale: str = "log", entries: tuple[int, int] | None = None
+    ) -> None:
         """Misses (``metric="misses"``) or MPKI against entries (log2 axis), one line per page
-        size and set count with any access, to a PNG."""
+        size and set count with any access, to a PNG. ``yscale``: "log" (default: the 1-entry
+        TLB's misses no longer flatten the rest) or "linear"; ``entries``: the (lowest, highest)
+        TLB size shown."""
+        if yscale not in ("log", "linear"):
+            raise ValueError(f"yscale is log or linear, not {yscale!r}")
         import matplotlib
 
         matplotlib.use("Agg")
@@ -106,8 +112,15 @@ class MrcResult:
             xs = [w * c["sets"] for w in range(1, len(c["misses"]) + 1)]
             ys = c["misses"] if metric == "misses" else [1000 * m / ins if ins else 0.0 for m in c["misses"]]
             label = f"{c['page_size']}, " + ("fully assoc." if c["sets"] == 1 else f"{c['sets']} sets")
+            if entries is not None:
+                keep = [i for i, x in enumerate(xs) if entries[0] <= x <= entries[1]]
+                xs, ys = [xs[i] for i in keep], [ys[i] for i in keep]
+            if yscale == "log":  # a zero cannot be drawn on a log axis: those points are left out
+                keep = [i for i, y in enumerate(ys) if y > 0]
+                xs, ys = [xs[i] for i in keep], [ys[i] for i in keep]
             ax.plot(xs, ys, label=label, drawstyle="steps-post")
         ax.set_xscale("log", base=2)
+        ax.set_yscale(yscale)
         ax.set_xlabel("TLB entries")
         ax.set_ylabel("misses" if metric == "misses" else "misses per 1000 instructions")
         ax.set_title(f"LRU miss curve: {self.data['trace']} ({self.data['policy']})", fontsize=9)

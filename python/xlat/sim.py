@@ -240,6 +240,49 @@ class SimResult:
 class SimResults(list):
     """Results of several configurations over one trace, in the order given."""
 
+    #: (derived figure, panel title) of :meth:`plot`.
+    PLOT_FIGURES = (
+        ("tlb_level1.mpki", "first-level TLB misses per 1000 instructions"),
+        ("tlb_level2.mpki", "second-level TLB misses per 1000 instructions"),
+        ("cycles_per_walk", "cycles per page walk"),
+        ("time.translation_fraction", "translation share of cycles (additive model), %"),
+    )
+
+    def plot(self, path: str) -> None:
+        """The headline figures per configuration as bar charts (one panel each, labelled axes,
+        titled with the trace and its window), to a PNG. Needs matplotlib."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        if not self:
+            raise ValueError("no results to plot")
+        labels = [
+            r.label if [x.label for x in self].count(r.label) == 1 else f"{i}:{r.label}"
+            for i, r in enumerate(self)
+        ]
+        fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
+        for ax, (key, title) in zip(axes.flat, self.PLOT_FIGURES, strict=True):
+            scale = 100.0 if key.endswith("fraction") else 1.0
+            vals = [r.derived.get(key, float("nan")) * scale for r in self]
+            ax.bar(range(len(vals)), vals, color="tab:blue")
+            ax.set_title(title, fontsize=9)
+            ax.set_xticks(range(len(vals)), labels, rotation=30, ha="right", fontsize=8)
+            ax.grid(True, axis="y", alpha=0.3)
+        first = self[0]
+        w = first.window
+        win = (
+            ""
+            if not w
+            else f", window: skip {w['skip']:,}, warm-up {w['warmup']:,}, limit {w['limit'] or 'end'}"
+        )
+        name = first.trace if len(first.trace) <= 70 else "..." + first.trace[-67:]
+        fig.suptitle(f"{name} ({first.counters['accesses']:,} accesses{win})", fontsize=10)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+
     def to_pandas(self, energy: Any = None, walk_loads: str = "l1"):
         import pandas as pd
 

@@ -94,7 +94,15 @@ def cmd_mrc(args: argparse.Namespace) -> int:
         **window_kw(args),
     )
     if args.plot:
-        r.plot(args.plot, metric="misses" if args.misses else "mpki")
+        rng = args.entries_range
+        if rng is not None and (len(rng) != 2 or not 1 <= rng[0] <= rng[1]):
+            raise CliError(f"--entries-range takes LO,HI with 1 <= LO <= HI, not {','.join(map(str, rng))}")
+        r.plot(
+            args.plot,
+            metric="misses" if args.misses else "mpki",
+            yscale=args.yscale,
+            entries=None if rng is None else (rng[0], rng[1]),
+        )
         print(f"plot written to {args.plot}", file=sys.stderr)
     emit_json(args.json, r.data)
     if to_stdout(args):
@@ -157,5 +165,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     add_json_flag(s, "every curve")
     s.add_argument("--plot", metavar="OUT.png", help="plot MPKI against entries (log2 axis) to a PNG")
     s.add_argument("--misses", action="store_true", help="plot misses instead of MPKI")
+    s.add_argument(
+        "--yscale", choices=("log", "linear"), default="log", help="the plot's y axis (default: log)"
+    )
+    s.add_argument(
+        "--entries-range",
+        metavar="LO,HI",
+        type=int_list,
+        help="plot only TLBs of LO to HI entries (e.g. 16,4096)",
+    )
     add_window_flags(s, warmup=False)
     s.set_defaults(func=cmd_mrc, parser=s)

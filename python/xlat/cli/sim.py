@@ -286,6 +286,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
         emit_json(args.json, results[0].data if len(results) == 1 else {"results": [r.data for r in results]})
     if args.csv:
         write_csv(args.csv, results, eset, args.walk_energy)
+    if args.plot:
+        results.plot(args.plot)
+        print(f"plot written to {args.plot}", file=sys.stderr)
     if not to_stdout(args):
         print(f"trace: {args.trace}")
         w = results[0].window
@@ -366,6 +369,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     s.add_argument("--energy-plot", metavar="PNG", help="stacked bar of dynamic energy per configuration")
     add_json_flag(s, "every counter of the result(s) (docs/simulator.md)")
     s.add_argument("--csv", metavar="OUT", help="write one CSV row of counters per configuration")
+    s.add_argument(
+        "--plot",
+        metavar="OUT.png",
+        help="bar charts of the headline figures per configuration (MPKI per TLB level, cycles per "
+        "walk, translation share) to a PNG",
+    )
     s.add_argument(
         "--threads", type=int, default=None, help="threads for several configurations (default: all cores)"
     )
