@@ -172,3 +172,22 @@ def test_rmm_with_the_overlap_time_model(xlat_cli):
     # RMM and THP remove the walks, so both run faster than 4KB under the overlap model too.
     assert rows["RMM"]["overlap_speedup_vs_4k"] > 1.2 and rows["THP"]["overlap_speedup_vs_4k"] > 1.2
     assert all(r["overlap_cycles"] > 0 for r in rows.values())
+
+
+def test_cli_csv_and_plot(tmp_path):
+    # Issue 37, item 15: xlat rmm had no --csv and no --plot.
+    pytest.importorskip("matplotlib")
+    pd = pytest.importorskip("pandas")
+    import subprocess
+    import sys
+
+    csv, png = tmp_path / "r.csv", tmp_path / "r.png"
+    p = subprocess.run(
+        [sys.executable, "-m", "xlat", "rmm", "workload:gups?size=1GiB&accesses=20000", "--csv", str(csv),
+         "--plot", str(png), "--no-progress"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    df = pd.read_csv(csv)
+    assert list(df["design"]) == ["4KB", "THP", "RMM"] and (df["walks"] > 0).any()
+    assert png.read_bytes()[:4] == b"\x89PNG"

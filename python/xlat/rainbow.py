@@ -202,7 +202,7 @@ class Comparison:
     def to_pandas(self):
         import pandas as pd
 
-        return pd.DataFrame(self.rows()).set_index("config")
+        return pd.DataFrame(self.rows())  # one row per configuration, "config" a column (tidy)
 
     def to_json(self) -> dict[str, Any]:
         return {"trace": self.trace, "dram": self.dram, "nvm": self.nvm, "rows": self.rows()}

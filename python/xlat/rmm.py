@@ -199,9 +199,38 @@ class Evaluation:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     def to_pandas(self):
+        """One row per design, ``design`` a column like the others (a tidy frame)."""
         import pandas as pd
 
-        return pd.DataFrame(self.rows).set_index("design")
+        return pd.DataFrame(self.rows)
+
+    def plot(self, path: str) -> None:
+        """Page walks per design and the share of the first design's walks each removes, two
+        panels, titled with the trace, to a PNG. Needs matplotlib."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        names = [r["design"] for r in self.rows]
+        fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+        a.bar(names, [r["walks"] for r in self.rows], color="tab:blue")
+        a.set_title("page walks", fontsize=9)
+        a.set_ylabel("walks")
+        removed = [
+            100.0 * r["walks_removed"] if r.get("walks_removed") is not None else 0.0 for r in self.rows
+        ]
+        b.bar(names, removed, color="tab:green")
+        b.set_title("walks removed against the 4KB design (%)", fontsize=9)
+        b.set_ylabel("%")
+        for ax in (a, b):
+            ax.tick_params(axis="x", labelrotation=30, labelsize=8)
+            ax.grid(True, axis="y", alpha=0.3)
+        name = self.trace if len(self.trace) <= 70 else "..." + self.trace[-67:]
+        fig.suptitle(f"RMM against its baselines: {name}", fontsize=10)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
 
 
 def _walks(r: SimResult) -> int:

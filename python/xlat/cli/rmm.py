@@ -5,6 +5,7 @@ additive estimate, and the contiguity of the simulated memory (Table 4.7)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from xlat.cli.common import CliError, add_window_flags, name_list, progress, window_kw
@@ -73,6 +74,11 @@ def cmd_rmm(args: argparse.Namespace) -> int:
         **window_kw(args),
     )
     emit_json(args.json, ev.rows)
+    if args.csv:
+        ev.to_pandas().to_csv(args.csv, index=False)
+    if args.plot:
+        ev.plot(args.plot)
+        print(f"plot written to {args.plot}", file=sys.stderr)
     if to_stdout(args):
         return 0
     if "over_4k" in ev.rows[0]:
@@ -116,5 +122,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "design's cycles and speed-up over 4KB (docs/time-model.md)",
     )
     add_json_flag(s, "every figure")
+    s.add_argument("--csv", metavar="OUT", help="write one CSV row of every figure per design")
+    s.add_argument("--plot", metavar="OUT.png", help="page walks and walks removed per design, to a PNG")
     add_window_flags(s)
     s.set_defaults(func=cmd_rmm, parser=s)
