@@ -510,7 +510,7 @@ def energy(
     return Report(es.name, walk_loads, l1_lookups, c.get("instructions", 0), secs, tuple(out), l1, l2, lite)
 
 
-def plot(reports: Mapping[str, Report], path: str, per_ki: bool = True) -> None:
+def plot(reports: Mapping[str, Report], path: str, per_ki: bool = True, title: str = "") -> None:
     """A stacked bar per configuration: dynamic energy by structure (pJ per kilo-instruction)."""
     import matplotlib
 
@@ -531,6 +531,8 @@ def plot(reports: Mapping[str, Report], path: str, per_ki: bool = True) -> None:
         ax.bar(labels, vals, bottom=bottom, label=n)
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     ax.set_ylabel("dynamic energy (pJ per kilo-instruction)" if per_ki else "dynamic energy (pJ)")
+    if title:
+        ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
     ax.tick_params(axis="x", labelrotation=60 if len(reports) > 6 else 30, labelsize=8)
     fig.tight_layout()

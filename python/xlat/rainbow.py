@@ -235,10 +235,16 @@ def compare(
     return Comparison(str(trace_or_spec), dict(zip(names, res, strict=True)), dram, nvm)
 
 
-def plot_many(comparisons: dict[str, Comparison], path: str | Path) -> None:
-    """Grouped bars, one group per workload (``{label: comparison}``), one bar per
-    configuration: IPC relative to Flat-static, TLB MPKI (log), % of cycles in translation,
-    migration traffic / footprint, energy relative to Flat-static; to a PNG. Needs matplotlib."""
+def _short(label: str) -> str:
+    """A workload's tick label: a trace file's name without its directory, a spec as it is."""
+    return label if label.startswith("workload:") else Path(label).name
+
+
+def plot_many(comparisons: dict[str, Comparison], path: str | Path, title: str = "") -> None:
+    """Grouped bars, one group per workload (``{label: comparison}``; a trace path is shown by
+    its file name), one bar per configuration: IPC relative to Flat-static, TLB MPKI (log),
+    % of cycles in translation, migration traffic / footprint, energy relative to Flat-static;
+    titled ``title``; to a PNG. Needs matplotlib."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -247,26 +253,42 @@ def plot_many(comparisons: dict[str, Comparison], path: str | Path) -> None:
     panels = [
         ("ipc_vs_flat", "IPC / Flat-static", False),
         ("tlb_mpki", "TLB misses per kilo-instruction", True),
-        ("translation_share", "share of cycles in translation", False),
+        ("translation_share", "cycles in translation, %", False),
         ("migration_vs_footprint", "migration traffic / footprint", False),
         ("energy_vs_flat", "memory energy / Flat-static", False),
     ]
     wl = list(comparisons)
+    ticks = [_short(w) for w in wl]
     rows = {w: {r["config"]: r for r in c.rows()} for w, c in comparisons.items()}
     fig, axes = plt.subplots(len(panels), 1, figsize=(max(7, 1.4 * len(wl) + 2), 2.6 * len(panels)))
     width = 0.8 / len(CONFIGS)
-    for ax, (key, title, log) in zip(axes, panels, strict=True):
+    for ax, (key, panel, log) in zip(axes, panels, strict=True):
         for i, name in enumerate(CONFIGS):
             vals = [rows[w].get(name, {}).get(key, float("nan")) for w in wl]
+            if key == "translation_share":
+                vals = [100.0 * v for v in vals]  # the table's unit
             if log:
                 vals = [max(v, 1e-3) for v in vals]
             ax.bar([x + (i - 2) * width for x in range(len(wl))], vals, width, label=LABELS[name])
         if log:
+            # Bars grow from the axis' bottom: start it a decade below the smallest value, so the
+            # smallest bar has a height (it started at that value, and the bar had none).
             ax.set_yscale("log")
-        ax.set_title(title, fontsize=10)
-        ax.set_xticks(range(len(wl)), wl, fontsize=8)
+            shown = [
+                v
+                for name in CONFIGS
+                for w in wl
+                if (v := rows[w].get(name, {}).get(key)) is not None and v > 0
+            ]
+            if shown:
+                ax.set_ylim(bottom=max(min(shown) / 10, 1e-3))
+        ax.set_title(panel, fontsize=10)
+        ax.set_xticks(range(len(wl)), ticks, fontsize=8)
         ax.grid(True, axis="y", lw=0.3)
-    axes[0].legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, 1.45))
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, ncol=5, loc="lower center")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.5 / fig.get_figheight(), 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)

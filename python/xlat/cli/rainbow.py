@@ -100,7 +100,7 @@ def cmd_rainbow(args: argparse.Namespace) -> int:
     )
     emit_json(args.json, cmp.to_json())
     if args.plot:
-        rainbow.plot_many({args.trace: cmp}, args.plot)
+        rainbow.plot_many({args.trace: cmp}, args.plot, title=f"Rainbow against its baselines: {args.trace}")
     if to_stdout(args):
         return 0
     scaled = [f"{k} {v}" for k, v in (("DRAM", args.dram), ("NVM", args.nvm)) if v]

@@ -281,7 +281,11 @@ def cmd_sim(args: argparse.Namespace) -> int:
                 r.label if [x.label for x in results].count(r.label) == 1 else f"{i}:{r.label}"
                 for i, r in enumerate(results)
             ]
-            plot(dict(zip(labels, reports, strict=True)), args.energy_plot)
+            plot(
+                dict(zip(labels, reports, strict=True)),
+                args.energy_plot,
+                title=f"dynamic energy of address translation ({eset.name}): {args.trace}",
+            )
     if args.json:
         emit_json(args.json, results[0].data if len(results) == 1 else {"results": [r.data for r in results]})
     if args.csv:
