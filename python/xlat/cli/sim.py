@@ -69,6 +69,9 @@ def sim_table(results: list, reports: list | None = None) -> str:
     add("loads per walk", lambda r: r.derived["loads_per_walk"], ratio)
     add("cycles per walk", lambda r: r.derived["cycles_per_walk"], ratio)
     names = [k.split(".")[-1] for k in results[0].counters if k.startswith("walker.loads_hit.")]
+    # In the hierarchy's order (L1D, L2, LLC, then DRAM), not the counters' alphabetical one.
+    order = [c["name"] for c in results[0].config.get("cache", [])] + ["DRAM"]
+    names.sort(key=lambda n: order.index(n) if n in order else len(order))
     for n in names:
         add(f"walk loads hitting {n}", lambda r, n=n: r.counters.get(f"walker.loads_hit.{n}", 0))
 
