@@ -256,3 +256,21 @@ def test_help_imports_no_numpy_and_the_contiguity_default_is_the_library_s():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert p.stdout.strip() == "False"
     assert cli_contiguity.DEFAULT_THRESHOLD == contiguity.DEFAULT_THRESHOLD
+
+
+def test_a_long_run_without_a_terminal_says_so_periodically(capsys):
+    # Issue 37, item 8: Rainbow was silent for 3 minutes, RMM for 1.5, when stderr was not a
+    # terminal. still_running (sim, trace, rmm, rainbow, trace-info) now says so after a few
+    # seconds and then once every 30 s; a short run prints nothing.
+    import time
+
+    from xlat.cli import notice
+
+    with notice.still_running("working", after=0.05, every=0.2):
+        time.sleep(0.5)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "xlat: working" and len(lines) >= 2
+    assert all(ln.startswith("xlat: ... still running after ") for ln in lines[1:])
+    with notice.still_running("quick", after=0.5):
+        pass
+    assert capsys.readouterr().err == ""

@@ -10,6 +10,7 @@ from typing import Any
 
 from xlat.cli.common import CliError, add_window_flags, grid, human_bytes, name_list, progress, window_kw
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
+from xlat.cli.notice import still_running
 
 
 def _pct(v: float) -> str:
@@ -89,15 +90,19 @@ def cmd_rainbow(args: argparse.Namespace) -> int:
             "as its cache (seed 003: 4 GB of DRAM, 32 GB of NVM); running anyway",
             file=sys.stderr,
         )
-    cmp = rainbow.compare(
-        args.trace,
-        dram=args.dram,
-        nvm=args.nvm,
-        sets=args.set or (),
-        configs=configs,
-        progress=progress(args),
-        **window_kw(args),
-    )
+    with still_running(
+        f"simulating {args.trace} under {len(configs)} hybrid-memory configurations",
+        enabled=not progress(args),
+    ):
+        cmp = rainbow.compare(
+            args.trace,
+            dram=args.dram,
+            nvm=args.nvm,
+            sets=args.set or (),
+            configs=configs,
+            progress=progress(args),
+            **window_kw(args),
+        )
     emit_json(args.json, cmp.to_json())
     if args.plot:
         rainbow.plot_many({args.trace: cmp}, args.plot, title=f"Rainbow against its baselines: {args.trace}")

@@ -10,6 +10,7 @@ from typing import Any
 
 from xlat.cli.common import CliError, add_window_flags, name_list, progress, window_kw
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
+from xlat.cli.notice import still_running
 
 
 def _fmt(v: Any) -> str:
@@ -63,16 +64,17 @@ def cmd_rmm(args: argparse.Namespace) -> int:
     designs = DESIGNS if named is None else tuple(named)
     if args.threshold < 1:
         raise CliError(f"--threshold must be at least 1 page, not {args.threshold}")
-    ev = evaluate(
-        args.trace,
-        cpu=args.cpu,
-        designs=designs,
-        extra=tuple(args.set or ()),
-        progress=progress(args),
-        threshold=args.threshold,
-        overlap=args.time == "overlap",
-        **window_kw(args),
-    )
+    with still_running(f"simulating {args.trace} under {len(designs)} designs", enabled=not progress(args)):
+        ev = evaluate(
+            args.trace,
+            cpu=args.cpu,
+            designs=designs,
+            extra=tuple(args.set or ()),
+            progress=progress(args),
+            threshold=args.threshold,
+            overlap=args.time == "overlap",
+            **window_kw(args),
+        )
     emit_json(args.json, ev.rows)
     if args.csv:
         ev.to_pandas().to_csv(args.csv, index=False)

@@ -7,6 +7,7 @@ from typing import Any
 
 from xlat.cli.common import human_bytes, progress, table
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
+from xlat.cli.notice import still_running
 
 
 def info_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
@@ -53,7 +54,8 @@ def cmd_trace_info(args: argparse.Namespace) -> int:
     from xlat.trace import trace_info
 
     take_positional(args, "trace", "TRACE")
-    r = trace_info(args.trace, progress=progress(args))
+    with still_running(f"reading {args.trace}", enabled=not progress(args)):
+        r = trace_info(args.trace, progress=progress(args))
     emit_json(args.json, r)
     if to_stdout(args):
         return 0
