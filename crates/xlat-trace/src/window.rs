@@ -9,7 +9,10 @@
 //! come after the last one. The warm-up itself is the consumer's: the simulator runs it and
 //! counts from its end (`xlat_core::Simulator::set_warmup`).
 
-use crate::{Batch, EventSource, Footer, Header, Result};
+use crate::error::Result;
+use crate::event::{Batch, SideEvent};
+use crate::event_source::EventSource;
+use crate::format::{Footer, Header};
 use serde::Serialize;
 
 /// Which accesses of a trace a command reads and counts.
@@ -81,14 +84,14 @@ impl Windowed {
                 // All of it skipped: keep its side events only.
                 self.skipped += n;
                 for s in batch.side.drain(..) {
-                    self.held.side.push(crate::SideEvent { pos: 0, ..s });
+                    self.held.side.push(SideEvent { pos: 0, ..s });
                 }
                 continue;
             }
             self.skipped = self.window.skip;
             let rest = batch.split_off(left as usize);
             for s in batch.side.drain(..) {
-                self.held.side.push(crate::SideEvent { pos: 0, ..s });
+                self.held.side.push(SideEvent { pos: 0, ..s });
             }
             let mut out = std::mem::take(&mut self.held);
             out.append(&rest);

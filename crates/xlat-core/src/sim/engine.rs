@@ -150,7 +150,7 @@ pub(crate) struct Core<V: Variant> {
     pub(crate) timing: Option<Box<Timing>>,
     /// The counts when the warm-up ended (`Simulator::set_warmup`), subtracted from what the
     /// result reports.
-    pub(crate) warm: Option<Box<super::result::Warm>>,
+    pub(crate) warm: Option<Box<super::warm::Warm>>,
 }
 
 /// The overlap model and what the engine tells it per access: the translation's latency (set

@@ -18,6 +18,7 @@ pub mod engine;
 pub mod epoch;
 pub mod result;
 pub mod shape;
+pub(crate) mod warm;
 
 pub use crate::assembly::parallel::simulate_many;
 pub use crate::assembly::simulator::{open_source, open_window, run, simulate, Error, Simulator};

@@ -4,10 +4,11 @@
 
 use super::engine::{Core, Variant};
 use super::epoch;
+use super::warm::Warm;
 use crate::mmu::walker::MissHandler;
 use crate::stats::{Counters, GaugeNames, Named, Sink};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 pub const SCHEMA: &str = "xlat-sim-result";
 pub const SCHEMA_VERSION: u32 = 1;
@@ -48,23 +49,6 @@ pub struct SimResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window: Option<xlat_trace::Window>,
     pub config: serde_json::Value,
-}
-
-/// What the run had counted when its warm-up ended ([`Core::mark_warmup`]): the result reports
-/// counts since then, so that the structures and the OS start the window warm and the counters
-/// at zero. Every derived figure is computed from the window's counts.
-pub(crate) struct Warm {
-    /// Every counter at the mark, and which of them are gauges (reported as they are at the end).
-    counters: BTreeMap<String, u64>,
-    gauges: BTreeSet<String>,
-    /// Per TLB level: lookups and hits at the mark ([`crate::mmu::Mmu::level_summary`]).
-    levels: Vec<(u64, u64, u64)>,
-    /// The overlap model's tallies at the mark.
-    timing: Option<crate::time::Models>,
-    /// Walks per 2MB region at the mark (`sim.miss_profile`).
-    miss_profile: Option<Vec<(u64, u64)>>,
-    /// Samples of the time series taken during the warm-up (dropped from the result).
-    samples: usize,
 }
 
 impl SimResult {
