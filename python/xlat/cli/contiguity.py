@@ -286,7 +286,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser | None = None) -> 
         type=_positive_int,
         default=DEFAULT_THRESHOLD,
         metavar="PAGES",
-        help=f"smallest range worth a range translation (default {DEFAULT_THRESHOLD}, seed 000 Section 4.7)",
+        help=f"smallest range worth a range translation (default {DEFAULT_THRESHOLD}, Karakostas 2016, seed 000, Section 4.7)",
     )
     p.add_argument(
         "--every",

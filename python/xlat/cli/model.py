@@ -90,7 +90,7 @@ def cmd_mach(args: argparse.Namespace) -> int:
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     m = sub.add_parser(
         "model",
-        help="analytical models of the reference documents (mach: seed 001 chapter 5)",
+        help="analytical models of the reference documents (mach: Bala 1995, seed 001, chapter 5)",
         description="Analytical models of the reference documents.",
     )
     msub = m.add_subparsers(dest="model", metavar="MODEL", required=True)

@@ -87,7 +87,7 @@ def cmd_rainbow(args: argparse.Namespace) -> int:
         print(
             f"xlat: warning: DRAM ({human_bytes(sizes['dram'])}) is larger than NVM "
             f"({human_bytes(sizes['nvm'])}): Rainbow and HSCC take NVM as the large, slow tier and DRAM "
-            "as its cache (seed 003: 4 GB of DRAM, 32 GB of NVM); running anyway",
+            "as its cache (the Rainbow paper, Wang et al., seed 003: 4 GB of DRAM, 32 GB of NVM); running anyway",
             file=sys.stderr,
         )
     with still_running(
@@ -122,7 +122,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="Rainbow (hybrid DRAM/NVM with superpages) against its four baselines",
         description="Simulate a trace (or workload) under the five configurations of "
         "configs/rainbow (Flat-static, HSCC-4KB-mig, HSCC-2MB-mig, Rainbow, DRAM-only with 2MB "
-        "pages; seed 003 section IV-A) and print, per configuration, TLB misses per "
+        "pages; the Rainbow paper, Wang et al., seed 003, section IV-A) and print, per configuration, TLB misses per "
         "kilo-instruction, the share of cycles in translation and its parts, IPC (also against "
         "Flat-static and HSCC-4KB-mig), migration traffic against the footprint and memory "
         "energy. See docs/rainbow.md.",

@@ -112,7 +112,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "per granularity G: a CLOCK reclaim policy sees one accessed and one dirty bit per 2MB/G "
         "chunk (accessed bits cleared every epoch) and evicts whole chunks, writing back dirty "
         "ones and dropping clean ones. Reports faults, refaults, bytes written back and read in, "
-        "and a paging-time estimate. The paper's study (seed 004 Section 6.5) is GPU demand "
+        "and a paging-time estimate. The paper's study (Ausavarungnirun et al., PRISM, seed 004, Section 6.5) is GPU demand "
         "paging; this runs it on CPU traces. See docs/prism.md.",
     )
     s.add_argument(
@@ -122,7 +122,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--fraction",
         type=_float,
         metavar="F",
-        help="physical memory as a share of the footprint, above 0 and at most 1 (default 0.9: seed 004 Section 5)",
+        help="physical memory as a share of the footprint, above 0 and at most 1 (default 0.9: the PRISM paper, seed 004, Section 5)",
     )
     s.add_argument(
         "--granularity",

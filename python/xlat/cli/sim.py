@@ -134,7 +134,7 @@ TIME_NOTE = (
 
 
 ENERGY_TIME_NOTE = (
-    "Table 5.3 TLB-miss cycles: the thesis's formula (7 cycles per L1-TLB miss, 50 per L2-TLB miss), "
+    "Table 5.3 TLB-miss cycles: the formula of Karakostas's thesis (2016, seed 000) (7 cycles per L1-TLB miss, 50 per L2-TLB miss), "
     "for comparing with the thesis's tables; additive TLB-miss cycles: this run's simulated L2-TLB "
     'hit and walk cycles. Neither is a runtime: for that, turn on time.model = "overlap" '
     "(docs/time-model.md)."
@@ -363,7 +363,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--walk-energy",
         choices=("l1", "levels"),
         default="l1",
-        help="charge page-walk loads as L1 data-cache reads (l1, the thesis's choice) or at every cache "
+        help="charge page-walk loads as L1 data-cache reads (l1, the choice of Karakostas's thesis, seed 000) or at every cache "
         "level they looked up (levels; the set needs those levels)",
     )
     s.add_argument(
