@@ -23,9 +23,20 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = "workload:stream?size=64MiB&accesses=3000"
 
 
+def _without_none(v):
+    if isinstance(v, dict):
+        return {k: _without_none(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_without_none(x) for x in v if x is not None]
+    return v
+
+
 def section(path: str, *keys: str) -> dict:
-    """The dotted `keys` of the configuration file `path` (relative to the checkout)."""
+    """The dotted `keys` of the configuration file `path` (relative to the checkout); a file that
+    `extends` a preset is read as it resolves (`xlat config show`)."""
     data = tomllib.loads((ROOT / path).read_text())
+    if "extends" in data:
+        data = _without_none(sim.Run(config=str(ROOT / path)).check())
     out: dict = {}
     for k in keys:
         *parents, leaf = k.split(".")
