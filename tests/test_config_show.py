@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import xlat
 from xlat.sim import Run, presets
 
@@ -55,3 +56,25 @@ def test_show_of_an_unknown_name_is_one_sentence():
     assert p.returncode == 1
     assert p.stderr.strip().startswith("xlat: error: 'pentium' is neither a preset (sandybridge,")
     assert p.stderr.count("\n") == 1
+
+
+def test_shipped_layouts_by_name(tmp_path):
+    # Issue 37, item 5 (in part): `--layout all-2MB` names a shipped layout, as `--cpu skylake`
+    # names a preset; a name that is neither a file nor a shipped layout lists the names.
+    by_name = xlat.simulate(SPEC, layout="all-2MB")
+    by_path = xlat.simulate(SPEC, layout=str(ROOT / "configs" / "layouts" / "all-2MB.toml"))
+    assert by_name.counters == by_path.counters and by_name.policy == "mosaic"
+    p = xlat_cli("sim", SPEC, "--layout", "all-3MB")
+    assert p.returncode == 1
+    assert "nor is it a shipped layout's name (all-1GB, all-2MB, all-4KB, mixed)" in p.stderr
+
+
+def test_shipped_configurations_by_name():
+    # `--config rainbow/hscc-4kb` names configs/rainbow/hscc-4kb.toml; config list --all names them.
+    a = xlat.simulate(SPEC, config="lite/4k")
+    b = xlat.simulate(SPEC, config=str(ROOT / "configs" / "lite" / "4k.toml"))
+    assert a.counters == b.counters and a.config_name == "lite-4k"
+    p = xlat_cli("config", "list", "--all")
+    assert p.returncode == 0 and "rainbow/hscc-4kb" in p.stdout and "all-2MB" in p.stdout
+    with pytest.raises(xlat.ConfigError, match="nor is it a shipped configuration's name"):
+        xlat.simulate(SPEC, config="rainbow/nope")

@@ -364,9 +364,32 @@ def _out_of_range_integer(value: Any) -> int | None:
     return None
 
 
+#: The layouts shipped with xlat, by name (``configs/layouts/NAME.toml`` of the checkout).
+NAMED_LAYOUTS = Path(__file__).resolve().parents[2] / "configs" / "layouts"
+
+
+def layout_names() -> list[str]:
+    """Names of the shipped layouts (``all-4KB``, ``all-2MB``, ``all-1GB``, ``mixed``)."""
+    return sorted(p.stem for p in NAMED_LAYOUTS.glob("*.toml"))
+
+
+def layout_file(name_or_path: str | Path) -> Path:
+    """A layout file: ``name_or_path`` itself if it exists, else the shipped layout of that name
+    (``--layout all-2MB``); raises :class:`LayoutError` with one sentence if neither."""
+    p = Path(name_or_path)
+    if p.exists():
+        return p
+    named = NAMED_LAYOUTS / f"{name_or_path}.toml"
+    if "/" not in str(name_or_path) and named.is_file():
+        return named
+    known = ", ".join(layout_names()) or "none here"
+    raise LayoutError(f"layout file '{p}' does not exist, nor is it a shipped layout's name ({known}).")
+
+
 def load_layout(path: str | Path) -> Layout:
-    """Read and validate the layout file at ``path``; raises :class:`LayoutError` with one sentence."""
-    p = Path(path)
+    """Read and validate the layout file at ``path`` (or the shipped layout of that name, as
+    :func:`layout_file`); raises :class:`LayoutError` with one sentence."""
+    p = layout_file(path)
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:

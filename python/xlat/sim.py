@@ -29,6 +29,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from xlat import _native
@@ -76,13 +77,18 @@ class Run:
         if self.cpu is not None:
             what, text = self.cpu, preset(self.cpu)
         else:
-            what = str(self.config)
+            what = str(config_file(self.config))
             with open(what, encoding="utf-8") as f:
                 text = f.read()
         lay = None
         if self.layout is not None:
-            with open(self.layout, encoding="utf-8") as f:
-                lay = (os.path.basename(str(self.layout)), f.read())
+            from xlat.layout import LayoutError, layout_file
+
+            try:
+                path = layout_file(self.layout)  # a file, or a shipped layout's name (all-2MB)
+            except LayoutError as e:
+                raise ConfigError(str(e)) from None
+            lay = (os.path.basename(str(path)), path.read_text(encoding="utf-8"))
         sets = _overrides(self.set)
         if self.policy is not None:
             sets.append(f"os.policy={self.policy}")
@@ -92,6 +98,32 @@ class Run:
         """Build this configuration without simulating: the effective configuration, or the
         :class:`ConfigError` a simulation would raise."""
         return json.loads(_native.check_config(*self._native_args()))
+
+
+#: The design configurations shipped with xlat, by name (``configs/DIR/NAME.toml`` of the
+#: checkout: ``rainbow/hscc-4kb``, ``lite/tlb-lite``, ``rmm/rmm``, ``mach/ptlb``, ...).
+NAMED_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+_CONFIG_DIRS = ("lite", "rmm", "mach", "rainbow", "calibrated", "examples")
+
+
+def config_names() -> list[str]:
+    """Names of the shipped design configurations (``DIR/NAME``)."""
+    return sorted(f"{d}/{p.stem}" for d in _CONFIG_DIRS for p in (NAMED_CONFIGS / d).glob("*.toml"))
+
+
+def config_file(name_or_path: str | os.PathLike) -> Path:
+    """A configuration file: ``name_or_path`` if it exists, else the shipped configuration of that
+    name (``--config rainbow/hscc-4kb``); one sentence (``ConfigError``) if neither."""
+    p = Path(name_or_path)
+    if p.exists():
+        return p
+    named = NAMED_CONFIGS / f"{name_or_path}.toml"
+    if str(name_or_path).split("/")[0] in _CONFIG_DIRS and named.is_file():
+        return named
+    raise ConfigError(
+        f"configuration file '{p}' does not exist, nor is it a shipped configuration's name "
+        f"(DIR/NAME: {', '.join(config_names())})."
+    )
 
 
 def _toml_value(text: str) -> Any:

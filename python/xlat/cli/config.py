@@ -24,26 +24,37 @@ def _without_none(v: Any) -> Any:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from xlat.sim import preset, presets
+    from xlat.layout import layout_names
+    from xlat.sim import config_file, config_names, preset, presets
+
+    def description(text: str) -> str:
+        first = next((ln for ln in text.splitlines() if ln.startswith("description")), "")
+        return first.split("=", 1)[1].strip().strip('"') if first else ""
 
     for name in presets():
-        first = next((ln for ln in preset(name).splitlines() if ln.startswith("description")), "")
-        desc = first.split("=", 1)[1].strip().strip('"') if first else ""
-        print(f"{name:16} {desc}")
+        print(f"{name:16} {description(preset(name))}")
+    if args.all:
+        print()
+        for name in config_names():
+            print(f"{name:24} {description(config_file(name).read_text(encoding='utf-8'))}")
+        print(f"\nlayouts (--layout NAME): {', '.join(layout_names())}")
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     import tomli_w
 
-    from xlat.sim import Run, presets
+    from xlat.sim import Run, config_names, presets
 
     what = args.name
-    is_file = what.endswith(".toml") or Path(what).is_file()
+    is_file = what.endswith(".toml") or Path(what).is_file() or what in config_names()
     if not is_file and what not in presets():
         from xlat.sim import ConfigError
 
-        raise ConfigError(f"'{what}' is neither a preset ({', '.join(presets())}) nor a configuration file.")
+        raise ConfigError(
+            f"'{what}' is neither a preset ({', '.join(presets())}), a shipped configuration "
+            "(DIR/NAME, e.g. rainbow/hscc-4kb: xlat config list --all) nor a configuration file."
+        )
     run = Run(
         cpu=None if is_file else what,
         config=what if is_file else None,
@@ -68,6 +79,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     s = p.add_subparsers(dest="config_command", metavar="SUBCOMMAND", required=True)
     ls = s.add_parser("list", help="the CPU presets and their descriptions")
+    ls.add_argument(
+        "--all", action="store_true", help="also the shipped design configurations and layouts, by name"
+    )
     ls.set_defaults(func=cmd_list)
     sh = s.add_parser("show", help="the effective configuration of a preset or a TOML file")
     sh.add_argument("name", metavar="NAME_OR_FILE")
