@@ -101,7 +101,8 @@ def test_way_disabled_stretches_cost_what_a_smaller_tlb_costs(phases):
         set=["os.policy=4k", "tlb.l1d-4k.entries=16", "tlb.l1d-4k.ways=1", "sim.interval_instructions=1000"],
     )
     s = small.series_to_pandas()
-    assert list(s["instructions"]) == [1000, 2000, 3000]
+    # Every 1000 instructions, and the run's end (3500: the final, partial interval).
+    assert list(s["instructions"]) == [1000, 2000, 3000, 3500] == list(s["at"])
     d = s[["tlb.l1d-4k.accesses", "tlb.l1d-4k.fills"]].diff()
     assert tuple(d.iloc[1]) == (one.lookups, one.fills) == (1000, 1000)
     assert small.counters["tlb.l1d-4k.fills"] == 1 + 2500

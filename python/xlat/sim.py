@@ -246,13 +246,17 @@ class SimResult:
 
     def series_to_pandas(self):
         """The sampled counters (one row per interval, cumulative; ``.diff()`` for per-interval
-        values), or None if no interval was requested."""
+        values), with ``at`` first (where the row was taken, in the series' unit); the last row
+        is the run's end, so it holds the totals. None if no interval was requested."""
         import pandas as pd
 
         s = self.data.get("series")
         if not s:
             return None
-        return pd.DataFrame(s["rows"], columns=s["columns"])
+        df = pd.DataFrame(s["rows"], columns=s["columns"])
+        if s.get("at"):
+            df.insert(0, "at", s["at"])
+        return df
 
     def epochs_to_pandas(self, name: str):
         """Epoch controller ``name``'s time series (e.g. ``contiguity`` with

@@ -490,3 +490,25 @@ fn reclaim_lets_a_workload_larger_than_memory_run() {
         format!("physical memory (2 MiB) is exhausted at virtual address {:#x}; raise memory.size", base + 508 * 4096)
     );
 }
+
+#[test]
+fn the_time_series_ends_with_the_totals() {
+    // Issue 37, item 15: the final, partial interval was dropped, so the rows did not add up to
+    // the totals. Samples every 7,000 accesses of 30,000: rows at 7k, 14k, 21k, 28k and 30k.
+    let sky = presets::get("skylake").unwrap();
+    for warmup in [0u64, 5000] {
+        let cfg = Config::from_toml("skylake", sky, &["sim.interval_accesses=7000".into()]).unwrap();
+        let mut src = xlat_trace::source::open("workload:gups?size=1GiB&accesses=30000").unwrap();
+        let mut s = sim::Simulator::new(&cfg).unwrap();
+        s.set_window(xlat_trace::Window { skip: 0, warmup, limit: None });
+        let r = sim::run(s, src.as_mut(), "t", |_| {}).unwrap();
+        let series = r.series.expect("series");
+        let want: Vec<u64> =
+            if warmup == 0 { vec![7000, 14000, 21000, 28000, 30000] } else { vec![2000, 9000, 16000, 23000, 25000] };
+        assert_eq!(series.at, want);
+        let last = series.rows.last().unwrap();
+        for (k, v) in series.columns.iter().zip(last) {
+            assert_eq!(*v, r.counters[k], "{k} (warm-up {warmup})");
+        }
+    }
+}

@@ -128,6 +128,8 @@ pub(crate) struct Core<V: Variant> {
     pub(crate) epochs: Epochs,
     /// Every counter at each sample (values in the order of `sample_order`).
     pub(crate) series: Vec<Vec<u64>>,
+    /// Where each sample was taken: accesses or instructions (the series' unit) so far.
+    pub(crate) series_at: Vec<u64>,
     /// Host bytes the series holds, and the most it may: a sixteenth of the host memory
     /// available when sampling is on (the result copies it into Python objects and JSON, which
     /// took about five times its size: 1.3 GB for a 254 MB series).
@@ -213,6 +215,7 @@ impl<V: Variant> Core<V> {
             markers: 0,
             epochs: Epochs::new(cfg.sim.interval_accesses, cfg.sim.interval_instructions),
             series: Vec::new(),
+            series_at: Vec::new(),
             series_bytes: 0,
             series_budget: match cfg.sim.interval_accesses > 0 || cfg.sim.interval_instructions > 0 {
                 true => crate::config::footprint::mem_available().map_or(u64::MAX, |a| a / 16),
@@ -902,6 +905,15 @@ impl<V: Variant> Core<V> {
         Ok(())
     }
 
+    /// Where the run is in the time series' unit: accesses, or instructions.
+    pub(crate) fn series_position(&self) -> u64 {
+        if self.cfg.sim.interval_accesses > 0 {
+            self.accesses
+        } else {
+            self.instructions
+        }
+    }
+
     /// A row of the time series: every counter, in name order.
     fn sample(&mut self) -> Result<(), SimError> {
         if self.sample_order.is_empty() {
@@ -915,6 +927,7 @@ impl<V: Variant> Core<V> {
         self.report(&mut v);
         debug_assert_eq!(v.0.len(), self.sample_order.len(), "the counters are the same at every sample");
         self.series.push(self.sample_order.iter().map(|&i| v.0[i]).collect());
+        self.series_at.push(self.series_position());
         self.series_bytes += 24 + 8 * v.0.len() as u64;
         if self.series_bytes > self.series_budget {
             let s = &self.cfg.sim;

@@ -20,6 +20,11 @@ pub struct Series {
     pub every: u64,
     pub columns: Vec<String>,
     pub rows: Vec<Vec<u64>>,
+    /// `sim.interval_*`'s series: where each row was taken, in `unit`s since the counting
+    /// started; the last row is the run's end (a partial interval), so the last row is the
+    /// totals. (Epoch controllers' series leave it empty: their rows are at `every` steps.)
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub at: Vec<u64>,
 }
 
 /// What one simulation produces (`docs/simulator.md` documents every field).
@@ -123,6 +128,7 @@ impl<V: Variant> Core<V> {
             timing: self.timing.as_ref().map(|t| t.model.clone()),
             miss_profile: self.handler.miss_profile(),
             samples: self.series.len(),
+            position: self.series_position(),
         }));
     }
 
@@ -220,27 +226,46 @@ impl<V: Variant> Core<V> {
     pub(crate) fn result(&self, trace: &str) -> SimResult {
         let counters = self.counter_map();
         let derived = self.derived(&counters);
-        let series = (!self.series.is_empty()).then(|| {
+        let sampling = self.cfg.sim.interval_accesses > 0 || self.cfg.sim.interval_instructions > 0;
+        let series = sampling.then(|| {
             let (unit, every) = if self.cfg.sim.interval_accesses > 0 {
                 ("accesses", self.cfg.sim.interval_accesses)
             } else {
                 ("instructions", self.cfg.sim.interval_instructions)
             };
+            // The samples taken, and the run's end when it is past the last one (the final,
+            // partial interval), so that the last row is the totals.
+            let mut raw = self.series.clone();
+            let mut at = self.series_at.clone();
+            let now = self.series_position();
+            if at.last().is_none_or(|&last| now > last) {
+                let mut names = crate::stats::Names::default();
+                self.report(&mut names);
+                let mut order: Vec<usize> = (0..names.0.len()).collect();
+                order.sort_by(|&a, &b| names.0[a].cmp(&names.0[b]));
+                let mut v = crate::stats::Values::default();
+                self.report(&mut v);
+                raw.push(order.iter().map(|&i| v.0[i]).collect());
+                at.push(now);
+            }
+            let start = self.warm.as_ref().map_or(0, |w| w.position);
+            let skip = self.warm.as_ref().map_or(0, |w| w.samples);
+            let at = at[skip..].iter().map(|&p| p - start).collect();
             let rows = match &self.warm {
-                None => self.series.clone(),
+                None => raw,
                 // Samples after the warm-up, as counts since it (gauges as they are).
                 Some(w) => {
                     let base: Vec<Option<u64>> = counters
                         .keys()
                         .map(|k| (!w.gauges.contains(k)).then(|| w.counters.get(k).copied().unwrap_or(0)))
                         .collect();
-                    self.series[w.samples..]
+                    raw[w.samples..]
                         .iter()
                         .map(|row| row.iter().zip(&base).map(|(&v, b)| v - b.unwrap_or(0)).collect())
                         .collect()
                 }
             };
-            Series { unit: unit.into(), every, columns: counters.keys().cloned().collect(), rows }
+            Series { unit: unit.into(), every, columns: counters.keys().cloned().collect(), rows, at }
         });
         let epochs = self
             .epochs
@@ -251,7 +276,13 @@ impl<V: Variant> Core<V> {
                     super::epoch::Period::Accesses(n) => ("accesses", n),
                     super::epoch::Period::Instructions(n) => ("instructions", n),
                 };
-                let series = Series { unit: unit.into(), every, columns: s.columns.clone(), rows: s.rows.clone() };
+                let series = Series {
+                    unit: unit.into(),
+                    every,
+                    columns: s.columns.clone(),
+                    rows: s.rows.clone(),
+                    at: Vec::new(),
+                };
                 (s.c.name().to_string(), series)
             })
             .collect();

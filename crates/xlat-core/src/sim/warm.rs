@@ -16,6 +16,8 @@ pub(crate) struct Warm {
     pub(crate) timing: Option<crate::time::Models>,
     /// Walks per 2MB region at the mark (`sim.miss_profile`).
     pub(crate) miss_profile: Option<Vec<(u64, u64)>>,
-    /// Samples of the time series taken during the warm-up (dropped from the result).
+    /// Samples of the time series taken during the warm-up (dropped from the result), and the
+    /// series' position (accesses or instructions) at the mark.
     pub(crate) samples: usize,
+    pub(crate) position: u64,
 }
