@@ -160,3 +160,25 @@ def test_bad_timeout_is_one_sentence(tmp_path):
     p = run_xlat("trace", "--timeout", "0", "-o", "t.xlat", "--", "true", cwd=tmp_path, check=False)
     assert p.returncode == 1
     assert p.stderr.strip() == "xlat: error: --timeout must be a positive number of seconds, not 0.0"
+
+
+def test_an_unknown_input_prefix_is_named(tmp_path):
+    # Issue 37, item 14: `drmemtrace:foo.zip` was read as a path ("No such file or directory").
+    import subprocess
+    import sys
+
+    p = subprocess.run(
+        [sys.executable, "-m", "xlat", "trace-info", "drmemtrace:foo.zip"], capture_output=True, text=True
+    )
+    assert p.returncode == 1
+    assert p.stderr.strip().splitlines() == [
+        "xlat: error: 'drmemtrace:foo.zip' starts with 'drmemtrace:', which is no input kind xlat reads "
+        "(workload:, lackey:, champsim:, qemu-raw:, or a trace file's path; a file whose name holds a "
+        "colon is read when it exists)"
+    ]
+    # A file whose name holds a colon is still read.
+    import xlat
+
+    f = tmp_path / "run:1.xlat"
+    xlat.convert("workload:stream?size=64MiB&accesses=100", str(f))
+    assert xlat.trace_info(str(f))["info"]["accesses"] == 100

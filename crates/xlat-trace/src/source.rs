@@ -19,8 +19,23 @@ pub fn open(spec: &str) -> Result<Box<dyn EventSource>> {
     if let Some(src) = crate::import::open(spec) {
         return src;
     }
+    if let Some(prefix) = unknown_prefix(spec) {
+        return Err(crate::error::Error::Import(format!(
+            "'{spec}' starts with '{prefix}:', which is no input kind xlat reads (workload:, lackey:, champsim:, qemu-raw:, or a trace file's path; a file whose name holds a colon is read when it exists)"
+        )));
+    }
     if crate::text::is_text_path(spec) {
         return Ok(Box::new(crate::text::TextSource::open(spec)?));
     }
     Ok(Box::new(FileSource::open(spec)?))
+}
+
+/// The `NAME` of a spec `NAME:REST` that looks like a prefix (letters, digits, `-`, `+`, `.`,
+/// starting with a letter) and is not an existing file's path: `drmemtrace:foo.zip` was read
+/// as a path and failed with "No such file or directory" instead of naming the prefix.
+fn unknown_prefix(spec: &str) -> Option<&str> {
+    let (name, _) = spec.split_once(':')?;
+    let scheme = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '+' | '.'));
+    (scheme && name.len() > 1 && !std::path::Path::new(spec).exists()).then_some(name)
 }
