@@ -18,17 +18,10 @@ import tomli_w
 import xlat
 from xlat import sim
 from xlat._native import ConfigError
+from xlat.cli.config import without_none
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = "workload:stream?size=64MiB&accesses=3000"
-
-
-def _without_none(v):
-    if isinstance(v, dict):
-        return {k: _without_none(x) for k, x in v.items() if x is not None}
-    if isinstance(v, list):
-        return [_without_none(x) for x in v if x is not None]
-    return v
 
 
 def section(path: str, *keys: str) -> dict:
@@ -36,7 +29,7 @@ def section(path: str, *keys: str) -> dict:
     `extends` a preset is read as it resolves (`xlat config show`)."""
     data = tomllib.loads((ROOT / path).read_text())
     if "extends" in data:
-        data = _without_none(sim.Run(config=str(ROOT / path)).check())
+        data = without_none(sim.Run(config=str(ROOT / path)).check())
     out: dict = {}
     for k in keys:
         *parents, leaf = k.split(".")

@@ -18,7 +18,7 @@ import numpy as np
 
 from xlat.contiguity import range_stats
 from xlat.models import rmm_performance_model
-from xlat.sim import Run, SimResult, preset, simulate_many
+from xlat.sim import Run, SimResult, preset, short_trace, simulate_many
 
 __all__ = [
     "DESIGNS",
@@ -226,8 +226,7 @@ class Evaluation:
         for ax in (a, b):
             ax.tick_params(axis="x", labelrotation=30, labelsize=8)
             ax.grid(True, axis="y", alpha=0.3)
-        name = self.trace if len(self.trace) <= 70 else "..." + self.trace[-67:]
-        fig.suptitle(f"RMM against its baselines: {name}", fontsize=10)
+        fig.suptitle(f"RMM against its baselines: {short_trace(self.trace)}", fontsize=10)
         fig.tight_layout()
         fig.savefig(path, dpi=120)
         plt.close(fig)

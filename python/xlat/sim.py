@@ -89,10 +89,15 @@ class Run:
             except LayoutError as e:
                 raise ConfigError(str(e)) from None
             lay = (os.path.basename(str(path)), path.read_text(encoding="utf-8"))
+        return what, text, self.overrides(), lay
+
+    def overrides(self) -> list[str]:
+        """The ``--set`` overrides this run applies, in order: ``set`` as ``key=value`` strings,
+        then ``os.policy`` for ``policy``."""
         sets = _overrides(self.set)
         if self.policy is not None:
             sets.append(f"os.policy={self.policy}")
-        return what, text, sets, lay
+        return sets
 
     def check(self) -> dict[str, Any]:
         """Build this configuration without simulating: the effective configuration, or the
@@ -124,6 +129,11 @@ def config_file(name_or_path: str | os.PathLike) -> Path:
         f"configuration file '{p}' does not exist, nor is it a shipped configuration's name "
         f"(DIR/NAME: {', '.join(config_names())})."
     )
+
+
+def short_trace(trace: str, width: int = 70) -> str:
+    """A trace path or spec for a plot's title: its last ``width`` characters at most."""
+    return trace if len(trace) <= width else "..." + trace[-(width - 3) :]
 
 
 def _toml_value(text: str) -> Any:
@@ -221,9 +231,7 @@ class SimResult:
             "trace": self.trace,
             "layout": (self.config.get("layout") or {}).get("name") or "",
         }
-        sets = _overrides(self.run.set) if self.run is not None else []
-        if self.run is not None and self.run.policy is not None:
-            sets.append(f"os.policy={self.run.policy}")
+        sets = self.run.overrides() if self.run is not None else []
         row["set"] = ";".join(sets)
         for s in sets:
             k, _, v = s.partition("=")
@@ -284,6 +292,11 @@ class SimResults(list):
         ("time.translation_fraction", "translation share of cycles (additive model), %"),
     )
 
+    def labels(self) -> list[str]:
+        """Each result's ``label``, numbered (``1:skylake/4k``) where two results share one."""
+        names = [r.label for r in self]
+        return [n if names.count(n) == 1 else f"{i}:{n}" for i, n in enumerate(names)]
+
     def plot(self, path: str) -> None:
         """The headline figures per configuration as bar charts (one panel each, labelled axes,
         titled with the trace and its window), to a PNG. Needs matplotlib."""
@@ -294,10 +307,7 @@ class SimResults(list):
 
         if not self:
             raise ValueError("no results to plot")
-        labels = [
-            r.label if [x.label for x in self].count(r.label) == 1 else f"{i}:{r.label}"
-            for i, r in enumerate(self)
-        ]
+        labels = self.labels()
         fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
         for ax, (key, title) in zip(axes.flat, self.PLOT_FIGURES, strict=True):
             scale = 100.0 if key.endswith("fraction") else 1.0
@@ -313,8 +323,9 @@ class SimResults(list):
             if not w
             else f", window: skip {w['skip']:,}, warm-up {w['warmup']:,}, limit {w['limit'] or 'end'}"
         )
-        name = first.trace if len(first.trace) <= 70 else "..." + first.trace[-67:]
-        fig.suptitle(f"{name} ({first.counters['accesses']:,} accesses{win})", fontsize=10)
+        fig.suptitle(
+            f"{short_trace(first.trace)} ({first.counters['accesses']:,} accesses{win})", fontsize=10
+        )
         fig.tight_layout()
         fig.savefig(path, dpi=120)
         plt.close(fig)

@@ -14,12 +14,12 @@ from typing import Any
 from xlat.cli.jsonopt import add_json_flag, emit_json, to_stdout
 
 
-def _without_none(v: Any) -> Any:
+def without_none(v: Any) -> Any:
     """TOML has no null: absent optional fields are left out."""
     if isinstance(v, dict):
-        return {k: _without_none(x) for k, x in v.items() if x is not None}
+        return {k: without_none(x) for k, x in v.items() if x is not None}
     if isinstance(v, list):
-        return [_without_none(x) for x in v if x is not None]
+        return [without_none(x) for x in v if x is not None]
     return v
 
 
@@ -65,7 +65,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     emit_json(args.json, cfg)
     if not to_stdout(args):
         sys.stdout.write(f"# {what}: the effective configuration (xlat config show)\n")
-        sys.stdout.write(tomli_w.dumps(_without_none(cfg)))
+        sys.stdout.write(tomli_w.dumps(without_none(cfg)))
     return 0
 
 

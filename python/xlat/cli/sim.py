@@ -280,12 +280,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
         if args.energy_plot:
             from xlat.energy import plot
 
-            labels = [
-                r.label if [x.label for x in results].count(r.label) == 1 else f"{i}:{r.label}"
-                for i, r in enumerate(results)
-            ]
             plot(
-                dict(zip(labels, reports, strict=True)),
+                dict(zip(results.labels(), reports, strict=True)),
                 args.energy_plot,
                 title=f"dynamic energy of address translation ({eset.name}): {args.trace}",
             )
