@@ -274,15 +274,9 @@ def test_large_pools_commit_only_touched_memory(progs, lib):
     assert 16 * 1024 <= rss_kb < 96 * 1024, r.stdout
 
 
-def test_thp_mode_windows_get_transparent_huge_pages(lib, tmp_path):
-    if "[never]" in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text():
-        pytest.skip("transparent huge pages are disabled on this machine")
-    lay = parse_layout(
-        'version = 1\nname = "thp"\n[heap]\nsize = "1GiB"\n'
-        'windows = [{offset = "0", length = "512MiB", page = "2MB"}]\n'
-        '[anon]\nsize = "1GiB"\nwindows = [{offset = "0", length = "256MiB", page = "2MB"}]\n'
-    )
-    script = "b = bytearray(300 << 20)\nb[::4096] = b'\\x01' * ((300 << 20) // 4096)\nprint(sum(b[::4096]))\n"
+def _thp_python(lay, script: str, tmp_path: Path):
+    """Run ``python -c script`` under ``lay`` in thp mode with verification: (exit status,
+    stdout text, the program's verify report)."""
     reports: list = []
     with open(tmp_path / "out", "wb") as fh:
         rc = mosaic.run(
@@ -294,9 +288,21 @@ def test_thp_mode_windows_get_transparent_huge_pages(lib, tmp_path):
             report_to=io.StringIO(),
             stdout=fh,
         )
+    return rc, (tmp_path / "out").read_text(), reports[0]
+
+
+def test_thp_mode_windows_get_transparent_huge_pages(lib, tmp_path):
+    if "[never]" in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text():
+        pytest.skip("transparent huge pages are disabled on this machine")
+    lay = parse_layout(
+        'version = 1\nname = "thp"\n[heap]\nsize = "1GiB"\n'
+        'windows = [{offset = "0", length = "512MiB", page = "2MB"}]\n'
+        '[anon]\nsize = "1GiB"\nwindows = [{offset = "0", length = "256MiB", page = "2MB"}]\n'
+    )
+    script = "b = bytearray(300 << 20)\nb[::4096] = b'\\x01' * ((300 << 20) // 4096)\nprint(sum(b[::4096]))\n"
+    rc, out, rep = _thp_python(lay, script, tmp_path)
     assert rc == 0
-    assert (tmp_path / "out").read_text() == f"{(300 << 20) // 4096}\n"
-    rep = reports[0]
+    assert out == f"{(300 << 20) // 4096}\n"
     assert rep.honoured, rep.format()
     heap0 = next(c for c in rep.checks if c.pool == "heap" and c.index == 0)
     # ~300MiB touched in the heap window, all of it in 2MB transparent huge pages
@@ -314,21 +320,10 @@ def test_thp_windows_that_touch_are_one_vma_and_still_honoured(lib, tmp_path):
         'windows = [{offset = "0", length = "32MiB", page = "2MB"}, '
         '{offset = "32MiB", length = "32MiB", page = "2MB"}]\n'
     )
-    reports: list = []
-    with open(tmp_path / "out", "wb") as fh:
-        rc = mosaic.run(
-            lay,
-            [sys.executable, "-c", "b = bytearray(48 << 20); print('ok')"],
-            mode="thp",
-            verify=True,
-            reports=reports,
-            report_to=io.StringIO(),
-            stdout=fh,
-        )
-    rep = reports[0]
+    rc, out, rep = _thp_python(lay, "b = bytearray(48 << 20); print('ok')", tmp_path)
     if rc == mosaic.EXIT_NOT_HONOURED:
         _skip_if_the_kernel_refused_thp(rep)
-    assert rc == 0 and (tmp_path / "out").read_text() == "ok\n", rep.format()
+    assert rc == 0 and out == "ok\n", rep.format()
     assert rep.honoured, rep.format()
     w0, w1 = (next(c for c in rep.checks if c.pool == "heap" and c.index == i) for i in (0, 1))
     assert w0.anon_huge_kb > 32 * 1024, rep.format()  # more than one window holds: one VMA
