@@ -914,21 +914,33 @@ impl<V: Variant> Core<V> {
         }
     }
 
+    /// Report order -> sorted name order of the counters (the same at every call).
+    pub(crate) fn name_order(&self) -> Vec<usize> {
+        let mut names = crate::stats::Names::default();
+        self.report(&mut names);
+        let mut order: Vec<usize> = (0..names.0.len()).collect();
+        order.sort_by(|&a, &b| names.0[a].cmp(&names.0[b]));
+        order
+    }
+
+    /// Every counter now, in the order `order` ([`Core::name_order`]): a row of the time series.
+    pub(crate) fn row(&self, order: &[usize]) -> Vec<u64> {
+        let mut v = crate::stats::Values::default();
+        self.report(&mut v);
+        debug_assert_eq!(v.0.len(), order.len(), "the counters are the same at every sample");
+        order.iter().map(|&i| v.0[i]).collect()
+    }
+
     /// A row of the time series: every counter, in name order.
     fn sample(&mut self) -> Result<(), SimError> {
         if self.sample_order.is_empty() {
-            let mut names = crate::stats::Names::default();
-            self.report(&mut names);
-            let mut order: Vec<usize> = (0..names.0.len()).collect();
-            order.sort_by(|&a, &b| names.0[a].cmp(&names.0[b]));
-            self.sample_order = order;
+            self.sample_order = self.name_order();
         }
-        let mut v = crate::stats::Values::default();
-        self.report(&mut v);
-        debug_assert_eq!(v.0.len(), self.sample_order.len(), "the counters are the same at every sample");
-        self.series.push(self.sample_order.iter().map(|&i| v.0[i]).collect());
+        let row = self.row(&self.sample_order);
+        let n = row.len();
+        self.series.push(row);
         self.series_at.push(self.series_position());
-        self.series_bytes += 24 + 8 * v.0.len() as u64;
+        self.series_bytes += 24 + 8 * n as u64;
         if self.series_bytes > self.series_budget {
             let s = &self.cfg.sim;
             let (key, every, unit) = match s.interval_accesses {
@@ -937,7 +949,7 @@ impl<V: Variant> Core<V> {
             };
             return Err(SimError::Invalid(format!(
                 "{key} = {every}: the time series (a sample of {} counters every {every} {unit}) outgrew a sixteenth of the {:.1} GB of host memory available after {} samples (the result holds it several times over); take samples less often.",
-                v.0.len(),
+                n,
                 self.series_budget as f64 * 16.0 / 1e9,
                 self.series.len()
             )));

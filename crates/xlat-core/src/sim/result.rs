@@ -239,13 +239,7 @@ impl<V: Variant> Core<V> {
             let mut at = self.series_at.clone();
             let now = self.series_position();
             if at.last().is_none_or(|&last| now > last) {
-                let mut names = crate::stats::Names::default();
-                self.report(&mut names);
-                let mut order: Vec<usize> = (0..names.0.len()).collect();
-                order.sort_by(|&a, &b| names.0[a].cmp(&names.0[b]));
-                let mut v = crate::stats::Values::default();
-                self.report(&mut v);
-                raw.push(order.iter().map(|&i| v.0[i]).collect());
+                raw.push(self.row(&self.name_order()));
                 at.push(now);
             }
             let start = self.warm.as_ref().map_or(0, |w| w.position);
