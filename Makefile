@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYDIRS := python tests $(wildcard benches)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup demo test lint test-rust test-python bench clean
+.PHONY: setup demo test lint test-rust test-python bench wheel clean
 
 # Each step of `make test` prints its wall time at its end (CI's log shows where the time goes).
 STEP_START = @mkdir -p out && date +%s > out/.step-$@
@@ -40,6 +40,15 @@ test-python: setup
 
 test: lint test-rust test-python
 
+# A wheel of xlat in dist/, to install anywhere with pip (docs/install.md). It is built in the
+# profile of the checkout's extension (XLAT_PROFILE, default dist), so Cargo reuses that build.
+wheel: setup
+	$(STEP_START)
+	@rm -f dist/xlat-*.whl
+	$(VENV)/bin/maturin build --profile $${XLAT_PROFILE:-dist} --out dist
+	@ls -l dist/xlat-*.whl
+	$(STEP_END)
+
 # Real traces for the decode benchmark: sort and xz -9 over a generated text, traced by xlat.
 BENCH := out/bench
 $(BENCH)/sort.xlat $(BENCH)/xz.xlat &: | setup
@@ -55,4 +64,4 @@ bench: setup $(BENCH)/sort.xlat $(BENCH)/xz.xlat
 
 clean:
 	cargo clean
-	rm -rf $(VENV) out
+	rm -rf $(VENV) out dist

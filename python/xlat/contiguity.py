@@ -555,10 +555,9 @@ def monitor(
 def plot_coverage(curves: dict[str, Sequence[int] | np.ndarray], path: str | Path, title: str = "") -> None:
     """Plot % of memory mapped against the number of ranges (largest first), one line per label
     (``{label: range sizes}``), to a PNG. Needs matplotlib."""
-    import matplotlib
+    from xlat._optional import need_pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = need_pyplot()
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for label, sizes in curves.items():

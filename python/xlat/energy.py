@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xlat._data import configs_dir
 from xlat.layout import LayoutError, parse_size
 from xlat.models import lite_tlb_cycles
 
@@ -75,8 +76,8 @@ __all__ = [
     "sets",
 ]
 
-#: Where the energy sets live: beside the CPU presets (``configs/cpus``).
-SETS_DIR = Path(__file__).resolve().parents[2] / "configs" / "energy"
+#: Where the energy sets live: beside the CPU presets (``configs/cpus``), shipped in the package.
+SETS_DIR = configs_dir("energy")
 DEFAULT_SET = "cacti-32nm"
 KINDS = ("page_tlb", "range_tlb", "psc", "cache", "memory")
 WALK_LOADS = ("l1", "levels")
@@ -512,10 +513,9 @@ def energy(
 
 def plot(reports: Mapping[str, Report], path: str, per_ki: bool = True, title: str = "") -> None:
     """A stacked bar per configuration: dynamic energy by structure (pJ per kilo-instruction)."""
-    import matplotlib
+    from xlat._optional import need_pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = need_pyplot()
 
     names: list[str] = []
     for r in reports.values():

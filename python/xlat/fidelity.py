@@ -94,13 +94,17 @@ class FidelityResult:
 
     def to_pandas(self):
         """The per-G table (:meth:`rows`) indexed by (type, g)."""
-        import pandas as pd
+        from xlat._optional import need_pandas
+
+        pd = need_pandas("to_pandas()")
 
         return pd.DataFrame(self.rows()).set_index(["type", "g"])
 
     def scales_to_pandas(self):
         """The per-window table (:meth:`scale_rows`) indexed by (epoch, g)."""
-        import pandas as pd
+        from xlat._optional import need_pandas
+
+        pd = need_pandas("scales_to_pandas()")
 
         return pd.DataFrame(self.scale_rows()).set_index(["epoch", "g"])
 
@@ -165,10 +169,9 @@ def analyze(
 def plot_loss(results: dict[str, FidelityResult], path: str | Path) -> None:
     """Mean fidelity loss (%) against bits per 2MB page, accessed and dirty side by side, one
     line per result (``{label: result}``), to a PNG. Needs matplotlib."""
-    import matplotlib
+    from xlat._optional import need_pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = need_pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
     for ax, kind in zip(axes, ("accessed", "dirty"), strict=True):

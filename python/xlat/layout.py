@@ -25,6 +25,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from xlat._data import configs_dir
+
 KIB = 1 << 10
 MIB = 1 << 20
 GIB = 1 << 30
@@ -364,8 +366,8 @@ def _out_of_range_integer(value: Any) -> int | None:
     return None
 
 
-#: The layouts shipped with xlat, by name (``configs/layouts/NAME.toml`` of the checkout).
-NAMED_LAYOUTS = Path(__file__).resolve().parents[2] / "configs" / "layouts"
+#: The layouts shipped with xlat, by name (``configs/layouts/NAME.toml``, package data).
+NAMED_LAYOUTS = configs_dir("layouts")
 
 
 def layout_names() -> list[str]:

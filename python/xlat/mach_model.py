@@ -366,10 +366,9 @@ def document_chapter5() -> dict[str, float]:
 def plot_predictions(x: Inputs, S_T: float, path: str, tcs: Iterable[float] | None = None) -> None:
     """PNG: delta and the TLB fraction against the cache miss time, for the same cache and for
     gamma_A = 0.5 with gamma_T = 1 and 0.8 (the chapter's scenarios as curves)."""
-    import matplotlib
+    from xlat._optional import need_pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = need_pyplot()
 
     tcs = list(tcs) if tcs is not None else [float(t) for t in range(8, 201, 4)]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))

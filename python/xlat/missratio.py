@@ -86,7 +86,9 @@ class MrcResult:
         """Every point (:meth:`rows`) as a tidy DataFrame: one row per (page_size, sets,
         entries), those three as columns like the rest (no index of its own, so
         ``to_csv(index=False)`` keeps them; issue 37, item 4)."""
-        import pandas as pd
+        from xlat._optional import need_pandas
+
+        pd = need_pandas("to_pandas()")
 
         return pd.DataFrame(self.rows())
 
@@ -99,10 +101,9 @@ class MrcResult:
         TLB size shown."""
         if yscale not in ("log", "linear"):
             raise ValueError(f"yscale is log or linear, not {yscale!r}")
-        import matplotlib
+        from xlat._optional import need_pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = need_pyplot()
 
         fig, ax = plt.subplots(figsize=(7, 4.5))
         ins = self.instructions
@@ -163,9 +164,11 @@ def mrc(
     if twice is not None:
         raise _native.ConfigError(f"page size {twice} is given twice; give each page size once.")
     overrides = list(set) + ([f"os.policy={policy}"] if policy else [])
-    args = Run(cpu=cpu, config=config, set=tuple(overrides), layout=layout)._native_args()
-    out = _native.mrc(trace, args, list(sets), int(max_entries), sizes, progress, win.native())
-    return MrcResult(json.loads(out))
+    run = Run(cpu=cpu, config=config, set=tuple(overrides), layout=layout)
+    out = _native.mrc(trace, run._native_args(), list(sets), int(max_entries), sizes, progress, win.native())
+    res = MrcResult(json.loads(out))
+    res.run = run
+    return res
 
 
 def single_level_config(cpu: str | None = None, config: str | None = None) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xlat._data import configs_dir
 from xlat.layout import parse_size
 from xlat.sim import Run, SimResult, simulate_many
 
@@ -46,8 +47,8 @@ MAX_MEMORY = 4 << 40
 
 
 def config_dir() -> Path:
-    """``configs/rainbow`` of the checkout this package runs from."""
-    return Path(__file__).resolve().parents[2] / "configs" / "rainbow"
+    """``configs/rainbow``, shipped in the package."""
+    return configs_dir("rainbow")
 
 
 def _kinds(path: Path) -> dict[str, dict[str, Any]]:
@@ -200,7 +201,9 @@ class Comparison:
         return rows
 
     def to_pandas(self):
-        import pandas as pd
+        from xlat._optional import need_pandas
+
+        pd = need_pandas("to_pandas()")
 
         return pd.DataFrame(self.rows())  # one row per configuration, "config" a column (tidy)
 
@@ -245,10 +248,9 @@ def plot_many(comparisons: dict[str, Comparison], path: str | Path, title: str =
     its file name), one bar per configuration: IPC relative to Flat-static, TLB MPKI (log),
     % of cycles in translation, migration traffic / footprint, energy relative to Flat-static;
     titled ``title``; to a PNG. Needs matplotlib."""
-    import matplotlib
+    from xlat._optional import need_pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = need_pyplot()
 
     panels = [
         ("ipc_vs_flat", "IPC / Flat-static", False),

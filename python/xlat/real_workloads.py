@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xlat._data import cache_dir, checkout
 from xlat.tracing import TracingError, trace
 
 # The Python part of each workload. Argument "setup" makes the script stop after its warm-up
@@ -192,7 +193,10 @@ def find(name: str) -> Recipe:
 
 
 def _workdir() -> Path:
-    d = Path(__file__).resolve().parents[2] / "out" / "real-workloads"
+    """Where recipes keep their scripts and inputs: ``out/real-workloads`` of the checkout, or
+    ``real-workloads`` in the user's cache for an installed wheel."""
+    root = checkout()
+    d = root / "out" / "real-workloads" if root is not None else cache_dir() / "real-workloads"
     d.mkdir(parents=True, exist_ok=True)
     return d
 

@@ -58,7 +58,9 @@ class ReclaimResult:
 
     def to_pandas(self):
         """The per-G table (:meth:`rows`) indexed by g."""
-        import pandas as pd
+        from xlat._optional import need_pandas
+
+        pd = need_pandas("to_pandas()")
 
         return pd.DataFrame(self.rows()).set_index("g")
 

@@ -200,17 +200,18 @@ class Evaluation:
 
     def to_pandas(self):
         """One row per design, ``design`` a column like the others (a tidy frame)."""
-        import pandas as pd
+        from xlat._optional import need_pandas
+
+        pd = need_pandas("to_pandas()")
 
         return pd.DataFrame(self.rows)
 
     def plot(self, path: str) -> None:
         """Page walks per design and the share of the first design's walks each removes, two
         panels, titled with the trace, to a PNG. Needs matplotlib."""
-        import matplotlib
+        from xlat._optional import need_pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = need_pyplot()
 
         names = [r["design"] for r in self.rows]
         fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))

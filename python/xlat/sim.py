@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from xlat import _native
+from xlat._data import configs_dir
 from xlat._native import ConfigError, SimulationError
 
 __all__ = [
@@ -105,9 +106,9 @@ class Run:
         return json.loads(_native.check_config(*self._native_args()))
 
 
-#: The design configurations shipped with xlat, by name (``configs/DIR/NAME.toml`` of the
-#: checkout: ``rainbow/hscc-4kb``, ``lite/tlb-lite``, ``rmm/rmm``, ``mach/ptlb``, ...).
-NAMED_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+#: The design configurations shipped with xlat, by name (``configs/DIR/NAME.toml``, package
+#: data: ``rainbow/hscc-4kb``, ``lite/tlb-lite``, ``rmm/rmm``, ``mach/ptlb``, ...).
+NAMED_CONFIGS = configs_dir()
 _CONFIG_DIRS = ("lite", "rmm", "mach", "rainbow", "calibrated", "examples")
 
 
@@ -248,7 +249,9 @@ class SimResult:
         """One-row DataFrame of :meth:`to_dict`: the run's parameters (``label``, ``trace``,
         ``layout``, ``set.*``, ``window.*``) and every counter and derived metric as columns, with
         no index of its own (a tidy frame: ``to_csv(index=False)`` keeps everything)."""
-        import pandas as pd
+        from xlat._optional import need_pandas
+
+        pd = need_pandas("to_pandas()")
 
         return pd.DataFrame([self.to_dict(energy, walk_loads)])
 
@@ -256,7 +259,9 @@ class SimResult:
         """The sampled counters (one row per interval, cumulative; ``.diff()`` for per-interval
         values), with ``at`` first (where the row was taken, in the series' unit); the last row
         is the run's end, so it holds the totals. None if no interval was requested."""
-        import pandas as pd
+        from xlat._optional import need_pandas
+
+        pd = need_pandas("series_to_pandas()")
 
         s = self.data.get("series")
         if not s:
@@ -271,7 +276,9 @@ class SimResult:
         ``sim.contiguity_every``): one row per epoch, its counters after that epoch, with
         ``at`` (the epoch's end, in the controller's unit: instructions or accesses) first; None
         if no such controller ran."""
-        import pandas as pd
+        from xlat._optional import need_pandas
+
+        pd = need_pandas("epochs_to_pandas()")
 
         s = (self.data.get("epochs") or {}).get(name)
         if not s:
@@ -300,10 +307,9 @@ class SimResults(list):
     def plot(self, path: str) -> None:
         """The headline figures per configuration as bar charts (one panel each, labelled axes,
         titled with the trace and its window), to a PNG. Needs matplotlib."""
-        import matplotlib
+        from xlat._optional import need_pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = need_pyplot()
 
         if not self:
             raise ValueError("no results to plot")
@@ -331,7 +337,9 @@ class SimResults(list):
         plt.close(fig)
 
     def to_pandas(self, energy: Any = None, walk_loads: str = "l1"):
-        import pandas as pd
+        from xlat._optional import need_pandas
+
+        pd = need_pandas("to_pandas()")
 
         if not self:
             return pd.DataFrame()

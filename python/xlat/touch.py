@@ -57,7 +57,9 @@ class TouchResult:
 
     def to_pandas(self):
         """One row per touched-page count (1..512): pairs and the CDF."""
-        import pandas as pd
+        from xlat._optional import need_pandas
+
+        pd = need_pandas("to_pandas()")
 
         h = self.data["histogram"]
         return pd.DataFrame({"pages": range(1, 513), "pairs": h[1:], "cdf": self.cdf[1:]}).set_index("pages")
@@ -90,10 +92,9 @@ def analyze(
 def plot_cdf(results: dict[str, TouchResult], path: str | Path) -> None:
     """The CDF of touched 4KB pages per superpage per interval, one line per result
     (``{label: result}``), to a PNG. Needs matplotlib."""
-    import matplotlib
+    from xlat._optional import need_pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = need_pyplot()
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, r in results.items():

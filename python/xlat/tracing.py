@@ -2,9 +2,9 @@
 
 ``xlat trace -o OUT -- PROGRAM ARGS`` runs PROGRAM under Debian's ``qemu-x86_64`` with xlat's TCG
 plugin (``native/qemu-trace``) and writes the compressed xlat format directly; a forked child's
-trace goes to ``OUT`` with ``.<pid>.xlat`` in place of ``.xlat``. ``xlat import lackey|champsim``
-converts Valgrind lackey text and ChampSim binary traces. See ``docs/tracing.md`` and
-``docs/importers.md``.
+trace goes to ``OUT`` with ``.<pid>.xlat`` in place of ``.xlat``. ``xlat import
+lackey|champsim|drmemtrace`` converts Valgrind lackey text, ChampSim binary traces and DynamoRIO
+drmemtrace offline traces. See ``docs/tracing.md`` and ``docs/importers.md``.
 
 From Python::
 
@@ -20,10 +20,10 @@ import os
 import platform
 import shutil
 import subprocess
-from pathlib import Path
 from typing import Any
 
 from xlat import __version__
+from xlat._data import NativeBuildError, build_native, cache_dir, checkout
 from xlat._native import XlatError
 
 QEMU = "qemu-x86_64"
@@ -38,11 +38,6 @@ __all__ = ["TracingError", "find_plugin", "find_qemu", "import_trace", "resolve_
 class TracingError(XlatError, RuntimeError):
     """A tracing problem the user can fix (missing tool, program that cannot start, full disk);
     ``str(err)`` is one sentence. A :class:`xlat.XlatError` (and, as before, a ``RuntimeError``)."""
-
-
-def _repo_root() -> Path:
-    # python/xlat/tracing.py -> the checkout (the package is installed in development mode).
-    return Path(__file__).resolve().parents[2]
 
 
 def find_qemu() -> str:
@@ -62,14 +57,26 @@ def qemu_version(qemu: str) -> str:
 
 
 def find_plugin(build: bool = True) -> str:
-    """Path of the plugin: ``$XLAT_QEMU_PLUGIN``, else ``out/native/qemu-trace/`` in the checkout
-    (built with ``make -C native/qemu-trace`` when missing and ``build`` is true)."""
+    """Path of the plugin: ``$XLAT_QEMU_PLUGIN``; else, in a checkout, ``out/native/qemu-trace/``
+    (built with ``make -C native/qemu-trace`` when missing and ``build`` is true); else (an
+    installed wheel) the one built from the sources the wheel carries into the user's cache
+    (``~/.cache/xlat/native/``), on first use."""
     env = os.environ.get("XLAT_QEMU_PLUGIN")
     if env:
         if not os.path.isfile(env):
             raise TracingError(f"XLAT_QEMU_PLUGIN={env} does not exist")
         return env
-    root = _repo_root()
+    root = checkout()
+    if root is None:
+        header = cache_dir() / "qemu-plugin"  # qemu-plugin.h, fetched once for every version
+        try:
+            return str(
+                build_native(
+                    "qemu-trace", "the QEMU plugin", {"OUT": ".", "HDR_DIR": str(header)}, PLUGIN_NAME, build
+                )
+            )
+        except NativeBuildError as e:
+            raise TracingError(str(e)) from None
     plugin = root / "out" / "native" / "qemu-trace" / PLUGIN_NAME
     src = root / "native" / "qemu-trace"
     if build and (src / "Makefile").is_file() and shutil.which("make") is not None:
@@ -269,16 +276,15 @@ def trace(
 def import_trace(
     kind: str, path: str, out: str, *, ifetch: bool = False, level: int = 3, progress: bool = False
 ) -> dict[str, Any]:
-    """Convert a foreign trace (``kind`` ``lackey`` or ``champsim``) at ``path`` to ``out``."""
+    """Convert a foreign trace (``kind`` ``lackey``, ``champsim`` or ``drmemtrace``) at ``path`` to
+    ``out`` (for ``drmemtrace``, ``path`` may be a directory of per-thread files)."""
     from xlat.trace import convert
 
-    if kind not in ("lackey", "champsim"):
-        raise ValueError(f"unknown trace kind '{kind}' (known: lackey, champsim)")
+    if kind not in ("lackey", "champsim", "drmemtrace"):
+        raise ValueError(f"unknown trace kind '{kind}' (known: lackey, champsim, drmemtrace)")
     if not os.path.exists(path):
         raise TracingError(f"{path} does not exist")
     spec = f"{kind}:{path}"
     if ifetch:
-        if kind != "lackey":
-            raise ValueError("--ifetch applies to lackey traces only (ChampSim records carry no fetch sizes)")
         spec += "?ifetch=1"
     return convert(spec, out, level=level, progress=progress)

@@ -108,7 +108,9 @@ def four_layouts(exp: Experiment) -> list[str]:
 
 
 def load_experiment(path: str | Path) -> Experiment:
-    import pandas as pd
+    from xlat._optional import need_pandas
+
+    pd = need_pandas("load_experiment()")
 
     p = Path(path)
     need = [p / "trace.xlat", p / "pools.json", p / "dataset.csv"]
@@ -303,7 +305,9 @@ def calibrate(
     the additive model (as printed; with its CPI fitted on the fit programs; with its CPI fitted
     on the program's reference pair), Yaniv (the line through the reference pair) and Mosmodel
     (fitted on every other layout of the program's own runs, leave-one-out)."""
-    import pandas as pd
+    from xlat._optional import need_pandas
+
+    pd = need_pandas("calibrate()")
 
     from xlat.models import Mosmodel, Yaniv, loo_predictions
 

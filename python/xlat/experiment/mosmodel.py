@@ -51,7 +51,9 @@ def mosmodel_experiment(
 ) -> ExperimentResult:
     """Run the whole experiment for ``program`` (a name of :func:`programs` or a :class:`Program`)
     into directory ``out``; steps whose outputs exist there are reused (delete ``out`` to redo)."""
-    import pandas as pd
+    from xlat._optional import need_pandas
+
+    pd = need_pandas("mosmodel_experiment()")
 
     from xlat import models, mosaic
 

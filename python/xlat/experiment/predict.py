@@ -98,7 +98,9 @@ def check_dir(exp: Path, need_trace: bool = True) -> None:
 
 
 def _dataset(exp: Path):
-    import pandas as pd
+    from xlat._optional import need_pandas
+
+    pd = need_pandas("the Mosmodel prediction")
 
     f = exp / "dataset.csv"
     if not f.exists():

@@ -17,10 +17,9 @@ _ESTIMATOR = {"median": "median", "min": "min", "drift": "drift-corrected median
 def plot(df, fitted: dict[str, Any], path: Path, title: str) -> None:
     """Runtime against walk cycles, one panel per model: measured points and the model's
     prediction at every layout (joined in order of C), like Figures 3 and 10 of seeds/002."""
-    import matplotlib
+    from xlat._optional import need_pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = need_pyplot()
 
     X = df[["H", "M", "C"]].to_numpy(float)
     y = df["R_cycles"].to_numpy(float)

@@ -10,17 +10,31 @@ import sys
 import tempfile
 from pathlib import Path
 
+from xlat._data import NativeBuildError, build_native, checkout
 from xlat.layout import Layout, load_layout
 from xlat.mosaic.errors import EXIT_NOT_HONOURED, MosaicError
 from xlat.mosaic.hugepages import check_huge_pages, compact, fork_note, thp_fallbacks
 from xlat.mosaic.verify import verify_run
 
+#: The preloaded library's file name.
+LIBRARY = "libxlat_mosaic.so"
+
 
 def library_path() -> Path:
-    """Path of libxlat_mosaic.so: ``XLAT_MOSAIC_LIB`` if set, else the one next to this package
-    (``xlat/_lib/``, where ``make -C native/mosaic`` puts it)."""
+    """Path of libxlat_mosaic.so: ``XLAT_MOSAIC_LIB`` if set; else, in a checkout, the one next to
+    this package (``xlat/_lib/``, where ``make -C native/mosaic`` puts it); else (an installed
+    wheel) the one built from the sources the wheel carries into the user's cache
+    (``~/.cache/xlat/native/``), on first use."""
     env = os.environ.get("XLAT_MOSAIC_LIB")
-    path = Path(env) if env else Path(__file__).resolve().parents[1] / "_lib" / "libxlat_mosaic.so"
+    if not env and checkout() is None:
+        try:
+            built = build_native(
+                "mosaic", "the mosaic allocator", {"OUT_DIR": ".", "BUILD": "build"}, LIBRARY
+            )
+        except NativeBuildError as e:
+            raise MosaicError(str(e)) from None
+        return built.resolve()
+    path = Path(env) if env else Path(__file__).resolve().parents[1] / "_lib" / LIBRARY
     if not path.is_file():
         raise MosaicError(f"the mosaic library {path} is not built; run `make -C native/mosaic`.")
     return path.resolve()

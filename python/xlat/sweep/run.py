@@ -257,6 +257,9 @@ def run_sweep(
     """Run every point of ``sweep`` not yet in ``results_dir``; see the module's docs.
     ``on_notice`` gets one sentence per point file found unreadable (set aside and run again;
     default: a line ``xlat: ...`` on stderr)."""
+    from xlat._optional import need_sweep
+
+    need_sweep()
     if group < 1:
         raise SweepError(f"--group must be at least 1, not {group}")
     if decode_once not in DECODE_ONCE:
