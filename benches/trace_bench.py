@@ -92,7 +92,7 @@ def main() -> int:
         if r.returncode != 0:
             print(f"trace_bench: tracing {name} failed: {r.stderr.strip()}", file=sys.stderr)
             return 1
-        s = json.loads(summary.read_text())
+        (s,) = json.loads(summary.read_text())["results"]  # the results document (docs/results-schema.md)
         p = s["processes"][0]
         acc, size = p["accesses"], p["bytes"]
         row = {

@@ -37,7 +37,7 @@ if [ ! -x .venv/bin/python ]; then
     say "creating the virtualenv .venv"
     python3 -m venv .venv || die "python3 -m venv failed"
 fi
-if ! .venv/bin/python -c 'import maturin, numpy, pytest, hypothesis, pandas, sklearn, distributed, pyarrow, tomli_w' 2>/dev/null \
+if ! .venv/bin/python -c 'import maturin, numpy, pytest, hypothesis, pandas, sklearn, distributed, pyarrow, tomli_w, jsonschema' 2>/dev/null \
     || [ ! -x .venv/bin/ruff ]; then
     say "installing Python packages into .venv"
     .venv/bin/python -m pip install -q --upgrade pip

@@ -383,7 +383,7 @@ class Soak:
         r["stderr_lines"] = err.splitlines()
         out = Path(r["stdout"]).read_text()
         try:
-            r["summary"] = json.loads(out) if out.strip() else None
+            r["summary"] = json.loads(out)["results"][0] if out.strip() else None
         except ValueError:
             r["summary"] = None
             self.anomaly(f"client run {r['run']}: stdout is not JSON: {out[:200]!r}")
@@ -643,7 +643,7 @@ def main() -> int:
     ref_seconds = time.monotonic() - t
     if p.returncode != 0:
         raise SystemExit(f"soak: the reference run failed ({p.returncode}): {p.stderr[-2000:]}")
-    ref_summary = json.loads(p.stdout)
+    ref_summary = json.loads(p.stdout)["results"][0]
     ref_df = pd.read_parquet(ref)
     print(f"soak: reference: {len(ref_df)} rows in {ref_seconds:.0f} s "
           f"({ref_summary['points_per_minute']} points/min)", flush=True)  # fmt: skip

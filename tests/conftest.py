@@ -1,14 +1,33 @@
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 from mosaic_support import NEED_1GB, NEED_2MB, PROG_NAMES, PROGS
 from xlat import mosaic
+from xlat.results import schema as results_schema
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+_VALIDATOR = jsonschema.Draft202012Validator(results_schema())
+
+
+def results(doc) -> list[dict]:
+    """The results of a ``--json`` document (text or parsed), checked to be one: docs/results-schema.md."""
+    d = json.loads(doc) if isinstance(doc, str) else doc
+    _VALIDATOR.validate(d)  # every --json document a test reads is checked against the schema
+    return d["results"]
+
+
+def result(doc) -> dict:
+    """The one result of a ``--json`` document."""
+    (r,) = results(doc)
+    return r
 
 
 def run_xlat(*args: str, check: bool = True, **kw) -> subprocess.CompletedProcess:

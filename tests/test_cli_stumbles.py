@@ -8,7 +8,7 @@ import shlex
 import time
 
 import pytest
-from conftest import run_xlat
+from conftest import result, run_xlat
 from xlat.cli.notice import still_running
 from xlat.cli.numfmt import count, ratio, share
 
@@ -29,18 +29,18 @@ def one_sentence_error(p, *needles: str) -> str:
 
 def test_json_dash_is_stdout_for_sim_and_writes_no_file_named_dash(tmp_path):
     p = run_xlat("sim", GUPS, "--json", "-", cwd=tmp_path)
-    assert json.loads(p.stdout)["counters"]["accesses"] == 1000  # stdout is the JSON document alone
+    assert result(p.stdout)["counters"]["accesses"] == 1000  # stdout is the JSON document alone
     assert not (tmp_path / "-").exists()
     p = run_xlat("sim", GUPS, "--json", cwd=tmp_path)
-    assert json.loads(p.stdout)["counters"]["accesses"] == 1000
+    assert result(p.stdout)["counters"]["accesses"] == 1000
 
 
 def test_json_file_keeps_the_table_on_stdout(tmp_path):
     p = run_xlat("sim", GUPS, "--json", "r.json", cwd=tmp_path)
-    assert json.loads((tmp_path / "r.json").read_text())["counters"]["accesses"] == 1000
+    assert result((tmp_path / "r.json").read_text())["counters"]["accesses"] == 1000
     assert "walks (M)" in p.stdout
     p = run_xlat("trace-info", GUPS, "--json", "i.json", cwd=tmp_path)
-    assert json.loads((tmp_path / "i.json").read_text())["info"]["accesses"] == 1000
+    assert result((tmp_path / "i.json").read_text())["info"]["accesses"] == 1000
     assert re.search(r"^accesses\s+1,000 ", p.stdout, re.M)
 
 
@@ -55,7 +55,7 @@ def test_json_file_keeps_the_table_on_stdout(tmp_path):
     ],
 )
 def test_json_stdout_forms_old_and_new(tmp_path, argv):
-    doc = json.loads(run_xlat(*argv, cwd=tmp_path).stdout)
+    doc = result(run_xlat(*argv, cwd=tmp_path).stdout)
     assert (doc["info"] if "info" in doc else doc)["accesses"] == 1000
 
 

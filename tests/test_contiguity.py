@@ -5,7 +5,6 @@ the real-process tests scan children of this test (root needed for frame numbers
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import struct
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import result, results
 from xlat.cli import main
 from xlat.contiguity import (
     KPF_COMPOUND_HEAD,
@@ -375,7 +375,7 @@ def test_cli_runs_a_program_and_reports(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     rc = main(["contiguity", "--interval", "0.4", "--json", "--plot", str(png), "--", *prog])
     assert rc == 0
-    out = json.loads(capsys.readouterr().out)  # the program's "hello" went to stderr
+    out = result(capsys.readouterr().out)  # the program's "hello" went to stderr
     assert out["program"] == prog and out["exit_status"] == 0
     assert len(out["samples"]) >= 2
     last = out["samples"][-1]
@@ -417,8 +417,7 @@ def test_cli_simulated_trace_demand_thp_against_eager(capsys, tmp_path):
     # eager paging one for the table (and one for the small heap); both map the whole table.
     trace = "workload:gups?size=256MiB&accesses=200000"
     assert main(["contiguity", "--json", "--plot", str(tmp_path / "c.png"), trace]) == 0
-    out = json.loads(capsys.readouterr().out)
-    rows = {r["design"]: r for r in out["designs"]}
+    rows = {r["design"]: r for r in results(capsys.readouterr().out)}
     thp, eager = rows["demand+THP"], rows["eager"]
     assert thp["contiguity.median_pages"] == 512 and 100 <= thp["contiguity.ranges"] <= 128
     assert eager["contiguity.ranges_for_99"] <= 2 and eager["contiguity.coverage"] > 0.99
@@ -434,17 +433,17 @@ def test_cli_simulated_trace_every_n_instructions(capsys):
     # mapped when the run starts (gups initialises it), so every interval sees the end's memory.
     trace = "workload:gups?size=256MiB&accesses=200000"
     assert main(["contiguity", "--json", "--every", "50000", trace]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["every_instructions"] == 50000
-    end = {r["design"]: r for r in out["designs"]}
-    for design, rows in out["series"].items():
+    out = {r["design"]: r for r in results(capsys.readouterr().out)}
+    assert {r["every_instructions"] for r in out.values()} == {50000}
+    end = out
+    for design, rows in ((d, r["series"]) for d, r in out.items()):
         assert len(rows) >= 2
         assert [r["at"] for r in rows] == [50000 * (i + 1) for i in range(len(rows))]
         last = rows[-1]
         assert last["pages"] == end[design]["contiguity.pages"]
         assert last["runs_99"] == end[design]["contiguity.ranges_for_99"]
         assert last["ranges"] == end[design]["contiguity.ranges"]
-    assert out["series"]["eager"][-1]["runs_99"] <= 2
+    assert out["eager"]["series"][-1]["runs_99"] <= 2
     assert main(["contiguity", "--every", "50000", trace]) == 0
     text = capsys.readouterr().out
     assert "eager: every 50000 instructions" in text and "runs for 99%" in text

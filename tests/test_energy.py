@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import xlat.energy as en
 import xlat.sim as sim
+from conftest import result
 from trace_support import text_trace
 from xlat.cli import main
 
@@ -164,7 +164,7 @@ def test_cli_energy_json_plot_and_errors(tmp_path, two_pages, capsys):
     assert rc == 0
     text = capsys.readouterr().out
     assert "dyn. energy walk.L1D (pJ)" in text and "Table 5.3 TLB-miss cycles" in text
-    d = json.loads(out.read_text())["energy"]
+    d = result(out.read_text())["energy"]
     assert d["set"] == "cacti-32nm"
     assert d["structures"]["l1d-4k"] == {
         "reads": 3,

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import result
 from xlat import experiment
 from xlat.layout import MIB
 
@@ -176,7 +177,7 @@ def test_experiment_end_to_end_on_a_small_program(xlat_cli, tmp_path):
     # its held-out-layout error; a design far outside the layouts' range refused in one sentence.
     p = xlat_cli("experiment", "predict", str(out), "-q", "--name", "stlb-2x", "--model", "poly3",
                  "--set", "tlb.l2d.entries=6144", "--json", "-")  # fmt: skip
-    pred = json.loads(p.stdout)
+    pred = result(p.stdout)
     assert pred["design"] == "stlb-2x" and pred["R_s"] > 0 and pred["R_4k_s"] == all4k["R_s"]
     assert 0 <= pred["loo_max_error"] < 1 and pred["loo_layouts"] >= 1
     assert pred["M"] <= all4k["M"], "a bigger STLB misses no more than the 4KB layout's"

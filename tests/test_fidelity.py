@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from conftest import result
 from trace_support import text_trace
 from xlat.cli import main
 from xlat.fidelity import analyze
@@ -71,7 +70,7 @@ def test_cli_table_json_and_plot(tmp_path, capsys):
         main(["fidelity", "--no-progress", spec, "--epoch", "10000", "--granularities", "1,32,512", "--json"])
         == 0
     )
-    d = json.loads(capsys.readouterr().out)
+    d = result(capsys.readouterr().out)
     assert [s["g"] for s in d["accessed"]] == [1, 32, 512]
     # zipf: 6 instructions an access, the first counts 1: 119,995 instructions, 12 epochs.
     assert (d["instructions"], d["epochs"], d["accesses"]) == (119_995, 12, 20_000)
@@ -177,7 +176,7 @@ def test_a_trace_shorter_than_the_epoch_or_the_windows_is_warned_about(tmp_path)
     )
     assert p.returncode == 0, p.stderr
     assert "fewer than one epoch of 100,000,000" in p.stderr and "exceed the trace's" in p.stderr
-    d = json.loads((tmp_path / "f.json").read_text())
+    d = result((tmp_path / "f.json").read_text())
     assert len(d["warnings"]) == 2
     short = analyze(spec, epoch=10_000, epochs=[10_000, 20_000, 40_000])
     assert short.warnings() == []

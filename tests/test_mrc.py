@@ -3,11 +3,10 @@ trace, against ``xlat.sim`` of the single-level configuration, and bad input."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import xlat
 import xlat.sim as sim
+from conftest import result
 from xlat.cli import main
 from xlat.missratio import TLB_NAMES, single_level_config
 
@@ -73,7 +72,7 @@ def test_cli_json_table_and_plot(tmp_path, capsys):
     out, png = tmp_path / "m.json", tmp_path / "m.png"
     argv = ["mrc", "--no-progress", spec, "--sets", "1,2", "--max-entries", "4", "--page-sizes", "4KB"]
     assert main([*argv, "--json", str(out), "--plot", str(png)]) == 0
-    d = json.loads(out.read_text())
+    d = result(out.read_text())
     assert [c["misses"] for c in d["curves"]] == [[7, 7, 4, 4], [5, 4]]
     assert png.stat().st_size > 1000
     table = capsys.readouterr().out
@@ -82,7 +81,7 @@ def test_cli_json_table_and_plot(tmp_path, capsys):
     assert [r[0] for r in rows] == ["1", "2", "4"]
     assert rows[2][1] == "4" and rows[2][3] == "4"
     assert main([*argv, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["curves"][1]["misses"] == [5, 4]
+    assert result(capsys.readouterr().out)["curves"][1]["misses"] == [5, 4]
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,8 @@ workload: what each configuration must show, and bad input as one sentence."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from conftest import result, results
 from trace_support import text_trace
 from xlat.cli import main
 from xlat.rainbow import CONFIGS, compare
@@ -45,7 +44,7 @@ def test_superpage_touch_cli(tmp_path, capsys):
     assert "Table II's ranges" in out and "1-32" in out and "100.00%" in out
     assert png.stat().st_size > 1000
     assert main(["superpage-touch", "--no-progress", spec, "--interval", "4", "--json"]) == 0
-    d = json.loads(capsys.readouterr().out)
+    d = result(capsys.readouterr().out)
     assert d["samples"] == 4 and d["cdf"][1] == 0.5 and d["buckets"][0]["share"] == 1.0
 
 
@@ -121,8 +120,8 @@ def test_rainbow_cli_table_and_json(capsys):
     out = capsys.readouterr().out
     assert "HSCC-4KB-mig" in out and "Rainbow" in out and "TLB misses / kilo-instruction" in out
     assert main(["rainbow", "--no-progress", spec, "--configs", "rainbow", "--json"]) == 0
-    d = json.loads(capsys.readouterr().out)
-    assert [r["config"] for r in d["rows"]] == ["rainbow"]
+    d = results(capsys.readouterr().out)
+    assert [r["config"] for r in d] == ["rainbow"]
 
 
 def test_dram_larger_than_nvm_is_a_warning_not_an_error(capsys):

@@ -3,9 +3,8 @@ bits per 2MB page (PRISM, seed 004 Section 6.5), counted by hand on a text trace
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from conftest import result
 from trace_support import text_trace
 from xlat.cli import main
 from xlat.reclaim import analyze
@@ -63,7 +62,7 @@ def test_cli_table_and_json(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "refaults" in out and "4.00 MiB (0.5 of the footprint)" in out
     assert main(["reclaim", "--no-progress", spec, "--fraction", "0.5", "--json", "--fault-us", "0"]) == 0
-    d = json.loads(capsys.readouterr().out)
+    d = result(capsys.readouterr().out)
     assert [g["g"] for g in d["granularities"]] == [1, 8, 32, 512]
     assert d["fault_us"] == 0 and d["rows"][0]["time_s"] == pytest.approx(
         6 * MB2 / (8e9 * 16 * 128 / 130 / 8)

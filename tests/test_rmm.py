@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 import xlat.rmm as rmm
+from conftest import results
 from xlat.cli import main
 from xlat.models import rmm_performance_model
 
@@ -83,7 +82,7 @@ def test_a_result_without_contiguity_says_so():
 
 def test_cli_prints_the_table_and_json(capsys):
     assert main(["rmm", "--no-progress", GUPS, "--designs", "4KB,RMM", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = results(capsys.readouterr().out)
     assert [r["design"] for r in rows] == ["4KB", "RMM"]
     assert rows[1]["walks_removed"] >= 0.99
     assert main(["rmm", "--no-progress", GUPS, "--designs", "4KB,THP,RMM"]) == 0
@@ -143,7 +142,7 @@ def test_a_file_mapping_lies_outside_the_range_table_unless_backed_eagerly(tmp_p
     t = tmp_path / "file.txt"
     t.write_text("\n".join(lines) + "\n")
     assert main(["rmm", "--no-progress", str(t), "--designs", "4KB,RMM,RMM+files", "--json"]) == 0
-    rows = {r["design"]: r for r in json.loads(capsys.readouterr().out)}
+    rows = {r["design"]: r for r in results(capsys.readouterr().out)}
     assert "outside_ranges" not in rows["4KB"]
     assert rows["RMM"]["outside_ranges"] == 1.0
     assert rows["RMM+files"]["outside_ranges"] == 0.0
@@ -167,7 +166,7 @@ def test_the_help_names_every_design(capsys):
 
 def test_rmm_with_the_overlap_time_model(xlat_cli):
     p = xlat_cli("rmm", "--time", "overlap", "--json", "-", "workload:gups?size=1GiB&accesses=100000")
-    rows = {r["design"]: r for r in json.loads(p.stdout)}
+    rows = {r["design"]: r for r in results(p.stdout)}
     assert rows["4KB"]["overlap_speedup_vs_4k"] == 1.0
     # RMM and THP remove the walks, so both run faster than 4KB under the overlap model too.
     assert rows["RMM"]["overlap_speedup_vs_4k"] > 1.2 and rows["THP"]["overlap_speedup_vs_4k"] > 1.2

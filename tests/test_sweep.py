@@ -21,6 +21,7 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("distributed")
 pytest.importorskip("pyarrow")
 
+from conftest import result  # noqa: E402
 from xlat import _native  # noqa: E402
 from xlat.sim import simulate  # noqa: E402
 from xlat.sweep import load  # noqa: E402
@@ -116,7 +117,7 @@ def test_local_cluster_equals_separate_runs(sweep_dir, reference, tmp_path):
         env=_env(),
     )
     assert p.returncode == 0, p.stderr
-    s = json.loads((tmp_path / "s.json").read_text())
+    s = result((tmp_path / "s.json").read_text())
     assert (s["points"], s["ran"], s["already_done"], s["failed"]) == (POINTS, POINTS, 0, [])
     check_dataset(out, reference)
     # The table: a header and the first 40 points; the bar's last state; the plot.
@@ -132,7 +133,7 @@ def test_local_cluster_equals_separate_runs(sweep_dir, reference, tmp_path):
          "--set", "os.policy=thp", "--json"],
         capture_output=True, text=True, env=_env(), check=True,
     )  # fmt: skip
-    sim = json.loads(one.stdout)
+    sim = result(one.stdout)
     df = pd.read_parquet(out)
     row = df[
         (df["trace"] == str(sweep_dir / "chase.xlat")) & (df["set"] == "tlb.stlb.entries=384;os.policy=thp")
@@ -226,7 +227,7 @@ def test_scheduler_and_two_workers_with_kills(sweep_dir, reference, tmp_path):
         client = kill_mid_sweep(sweep, out, cluster.address, lambda c: cluster.kill("worker1"))
         stdout, stderr = client.communicate(timeout=120)
         assert client.returncode == 0, stderr
-        s = json.loads(stdout)
+        s = result(stdout)
         assert (s["already_done"], s["ran"], s["failed"]) == (after_client, POINTS - after_client, [])
         check_dataset(out, reference)
         assert not [n for n in os.listdir(out) if n.startswith(".tmp")]
@@ -243,7 +244,7 @@ def test_scheduler_and_two_workers_with_kills(sweep_dir, reference, tmp_path):
             env=_env(),
         )
         assert p.returncode == 0, p.stderr
-        s = json.loads(p.stdout)
+        s = result(p.stdout)
         assert (s["points"], s["ran"], s["already_done"], s["rows"], s["rows_in_results"]) == (
             POINTS,
             6,
@@ -277,7 +278,7 @@ def test_scheduler_kill(sweep_dir, reference, tmp_path):
             env=_env(),
         )
         assert p.returncode == 0, p.stderr
-        s = json.loads(p.stdout)
+        s = result(p.stdout)
         assert (s["already_done"], s["ran"], s["failed"]) == (had, POINTS - had, [])
         check_dataset(out, reference)
     finally:
@@ -401,7 +402,7 @@ def test_a_truncated_point_is_reported_set_aside_and_run_again(tmp_path):
 
     again = run_cli(str(f), "-o", str(out), "--workers", "1", "--json", "-")
     assert again.returncode == 0, again.stderr
-    s = json.loads(again.stdout)
+    s = result(again.stdout)
     assert (s["points"], s["already_done"], s["ran"], s["failed"]) == (3, 2, 1, [])
     assert s["damaged"] == [str(victim)]
     notes = [line for line in again.stderr.splitlines() if line.startswith("xlat: ")]
@@ -414,7 +415,7 @@ def test_a_truncated_point_is_reported_set_aside_and_run_again(tmp_path):
     assert (out / "_damaged" / victim.name).stat().st_size == half  # kept for inspection
     # And now nothing is missing: a third run runs nothing and says nothing about damage.
     third = run_cli(str(f), "-o", str(out), "--workers", "1", "--json", "-")
-    assert third.returncode == 0 and json.loads(third.stdout)["ran"] == 0
+    assert third.returncode == 0 and result(third.stdout)["ran"] == 0
     assert "unreadable" not in third.stderr
 
 
@@ -478,7 +479,7 @@ def test_a_window_is_every_point_s_and_part_of_its_key(tmp_path):
     whole.write_text(body)
     p = run_cli(str(whole), "-o", str(out), "--workers", "1", "--json", "-")
     assert p.returncode == 0, p.stderr
-    s = json.loads(p.stdout)
+    s = result(p.stdout)
     assert (s["already_done"], s["ran"]) == (0, 2)
 
 

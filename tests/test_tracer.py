@@ -5,7 +5,6 @@ the xlat plugin, checked access by access against what the programs are known to
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import re
 import shutil
@@ -16,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xlat
+from conftest import result
 
 pytestmark = pytest.mark.skipif(
     any(shutil.which(t) is None for t in ("qemu-x86_64", "gcc", "strace")),
@@ -240,7 +240,7 @@ def test_skip_and_max(tmp_path: Path) -> None:
     summary = tmp_path / "summary.json"
     r = xlat_trace(forever, ["sh", "-c", "while :; do :; done"], "--max", "200000", "--json", str(summary))
     assert r.returncode == 0, r.stderr
-    assert json.loads(summary.read_text())["stopped_at_max"] is True
+    assert result(summary.read_text())["stopped_at_max"] is True
     assert xlat.trace_info(str(forever))["info"]["accesses"] == 200000
 
     skipped = tmp_path / "skip.xlat"
@@ -353,7 +353,7 @@ def test_json_summary_and_provenance(tmp_path: Path) -> None:
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout == "hello\n"  # stdout belongs to the traced program
-    s = json.loads(summary.read_text())
+    s = result(summary.read_text())
     assert s["processes"][0]["path"] == str(out) and s["status"] == 0
     assert s["processes"][0]["accesses"] == xlat.trace_info(str(out))["info"]["accesses"] > 0
     h = xlat.open(str(out)).header

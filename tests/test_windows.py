@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import xlat
+from conftest import result
 from xlat.sim import simulate
 
 MACH = str(Path(__file__).resolve().parents[1] / "configs" / "mach" / "ptlb.toml")
@@ -107,7 +107,7 @@ def test_cut_then_sim_equals_sim_with_skip_and_limit(tmp_path):
         text=True,
     )
     assert p.returncode == 0, p.stderr
-    summary = json.loads(p.stdout)
+    summary = result(p.stdout)
     assert summary["accesses"] == 12_000 and summary["side_events"] > 100
     info = xlat.trace_info(str(out))
     assert info["info"]["accesses"] == 12_000
@@ -129,7 +129,7 @@ def test_the_cli_reports_its_window(tmp_path):
         capture_output=True, text=True,
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
-    d = json.loads((tmp_path / "r.json").read_text())
+    d = result((tmp_path / "r.json").read_text())
     assert d["window"] == {"skip": 10_000, "warmup": 20_000, "limit": 30_000}
     assert d["counters"]["accesses"] == 30_000
     assert "window  skip 10,000, warm-up 20,000 (not counted), counted 30,000 accesses" in p.stdout

@@ -96,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.register(sub, common)
     run.register(sub)  # run and hugepages (the mosaic allocator)
     trace.register(sub)  # trace (real programs under QEMU)
-    convert.register_import(sub)  # import (lackey, ChampSim)
+    convert.register_import(sub)  # import (lackey, ChampSim, drmemtrace)
+    convert.register_export(sub)  # export champsim
     experiment.register(sub)  # experiment mosmodel (real runs against simulated metrics)
     contiguity.register(sub)  # contiguity (ranges in live processes' page tables)
     model.register(sub, common)  # model mach (seed 001 chapter 5)
@@ -107,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from xlat.cli.jsonopt import set_invocation
+
+    set_invocation(list(sys.argv[1:] if argv is None else argv))
     return run_command(args.func, args)
 
 

@@ -62,7 +62,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         layout=args.layout,
     )
     cfg = run.check()
-    emit_json(args.json, cfg)
+    emit_json(args.json, {"name": what, "config": cfg}, config=cfg, inputs=[what] if is_file else ())
     if not to_stdout(args):
         sys.stdout.write(f"# {what}: the effective configuration (xlat config show)\n")
         sys.stdout.write(tomli_w.dumps(without_none(cfg)))

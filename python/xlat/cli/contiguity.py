@@ -106,7 +106,7 @@ def _rows(st: dict[str, Any]) -> list[tuple[str, str]]:
 def _report(samples: list[Sample], threshold: int, json_dest: str | None, extra: dict[str, Any]) -> None:
     last = samples[-1]
     largest = max(samples, key=lambda s: (s.present_pages, s.time))
-    emit_json(json_dest, {**extra, "samples": [s.stats(threshold) for s in samples]})
+    emit_json(json_dest, {**extra, "samples": [s.stats(threshold) for s in samples]}, kind="contiguity live")
     if json_dest == "-":
         return
     if largest is last:
@@ -132,11 +132,16 @@ def _simulated(trace: str, args: argparse.Namespace) -> int:
     ev = evaluate(trace, cpu=args.cpu, designs=("demand+THP", "eager"), extra=extra, threshold=args.threshold)
     series = {d: r.epochs_to_pandas("contiguity") for d, r in ev.results.items()} if args.every else {}
     if args.json:
-        doc: dict[str, Any] = {"trace": trace, "cpu": args.cpu, "designs": ev.rows}
-        if args.every:
-            doc["every_instructions"] = args.every
-            doc["series"] = {d: [] if df is None else df.to_dict("records") for d, df in series.items()}
-        emit_json(args.json, doc)
+        # one result per design: its row, and with --every its series (the runs after each epoch)
+        docs: list[dict[str, Any]] = []
+        for row in ev.rows:
+            doc = {"trace": trace, "cpu": args.cpu, **row}
+            if args.every:
+                df = series.get(row["design"])
+                doc["every_instructions"] = args.every
+                doc["series"] = [] if df is None else df.to_dict("records")
+            docs.append(doc)
+        emit_json(args.json, docs, trace=trace, config=[ev.results[r["design"]].config for r in ev.rows])
     if not to_stdout(args):
         print(f"{trace}: the memory at the end of the trace, simulated on {args.cpu}")
         print_columns(ev.rows, [r for r in ROWS if r[1].startswith("contiguity.") or r[1] == "frames_in_use"])
@@ -187,6 +192,13 @@ def cmd_contiguity(args: argparse.Namespace) -> int:
     program = rest[1:] if rest and rest[0] == "--" else None
     trace = rest[0] if rest and rest[0] != "--" else None
     if trace is not None:
+        if len(rest) > 1:  # options after the TRACE: the remainder took them; parse them now
+            args.parser.parse_args([*rest[1:], trace], namespace=args)
+            take_positional(args, "rest", "")
+            if len(args.rest) != 1:
+                raise CliError(
+                    f"xlat contiguity takes one TRACE, not {len(args.rest)}: {trace}, {', '.join(args.rest[:-1])}"
+                )
         if args.pid is not None:
             raise CliError("give either --pid or a TRACE, not both")
         return _simulated(trace, args)

@@ -1,5 +1,5 @@
 """``xlat convert`` (between the xlat format, the text form and workloads) and ``xlat import``
-(Valgrind lackey and ChampSim traces to the xlat format)."""
+(Valgrind lackey, ChampSim and DynamoRIO drmemtrace traces to the xlat format)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         progress=progress(args),
         format_version=args.format_version,
     )
-    emit_json(args.json, r)
+    emit_json(args.json, r, trace=args.input)
     if not to_stdout(args):
         per = r["bytes"] / r["accesses"] if r["accesses"] else float("nan")
         print(
@@ -50,7 +50,7 @@ def cmd_cut(args: argparse.Namespace) -> int:
     if not 1 <= args.level <= 19:
         raise CliError(f"--level must be between 1 and 19, not {args.level}")
     r = cut(args.input, args.output, level=args.level, progress=progress(args), **window_kw(args))
-    emit_json(args.json, r)
+    emit_json(args.json, r, trace=args.input, window=window_kw(args))
     if not to_stdout(args):
         print(
             f"wrote {r['path']}: {r['accesses']:,} accesses and {r['side_events']:,} side events "
@@ -114,19 +114,73 @@ def register_convert(sub: Any, common: argparse.ArgumentParser) -> None:
     s.set_defaults(func=cmd_convert, parser=s)
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from xlat.trace import export_champsim
+
+    if not 0 <= args.level <= 9:
+        raise CliError(f"--level must be between 0 and 9, not {args.level}")
+    r = export_champsim(args.input, args.output, tid=args.tid, level=args.level, progress=progress(args))
+    print(
+        f"wrote {r['path']}: {r['records']:,} records (thread {r['tid']}), {r['loads']:,} loads, "
+        f"{r['stores']:,} stores, {human_bytes(r['bytes'])}"
+    )
+    if r["records"] and r["synthetic_ips"]:
+        print(
+            f"note: {r['synthetic_ips']:,} of {r['records']:,} records have a synthetic ip (the trace has no "
+            "instruction fetch for them): ChampSim's instruction side means nothing for those"
+        )
+    lost = [
+        (r["dropped_loads"], "loads beyond the 4 source_memory slots"),
+        (r["dropped_stores"], "stores beyond the 2 destination_memory slots"),
+        (r["dropped_zero"], "accesses to address 0 (an empty slot)"),
+        (r["side_events"], "side events (syscalls, markers: no ChampSim form)"),
+    ]
+    for n, what in lost:
+        if n:
+            print(f"note: left out {n:,} {what}")
+    return 0
+
+
+def register_export(sub: Any) -> None:
+    s = sub.add_parser(
+        "export",
+        help="write a trace (one thread) as a ChampSim trace",
+        description="Write one thread of INPUT (any trace, import or workload spec) as ChampSim "
+        "64-byte input_instr records, one per instruction from the thread's first access to its "
+        "last (instructions without accesses get a record with no memory operands). OUT ending "
+        "in .xz is xz-compressed (as the public trace sets are), .gz gzip, else raw. ip: the "
+        "instruction's fetch address where the trace has instruction fetches, else synthetic. "
+        "Loads beyond 4 and stores beyond 2 in one instruction are dropped and counted.",
+    )
+    s.add_argument("format", choices=["champsim"])
+    s.add_argument("input", metavar="INPUT")
+    s.add_argument("-o", "--output", required=True, metavar="OUT")
+    s.add_argument("--tid", type=int, help="the thread to export (needed when the trace has several)")
+    s.add_argument("--level", type=int, default=6, help="xz preset 0-9 (gzip: 1-9); default 6")
+    add_progress_flags(s)
+    s.set_defaults(func=cmd_export)
+
+
 def register_import(sub: Any) -> None:
     s = sub.add_parser(
         "import",
-        help="convert a Valgrind lackey or ChampSim trace to the xlat format",
+        help="convert a Valgrind lackey, ChampSim or DynamoRIO drmemtrace trace to the xlat format",
         description="Convert a foreign trace to an xlat trace. lackey: the text of valgrind --tool=lackey "
-        "--trace-mem=yes (use --log-file); champsim: 64-byte input_instr records, raw, .xz or .gz. "
-        "Both are also readable directly wherever a trace is accepted, as lackey:PATH or "
-        "champsim:PATH.",
+        "--trace-mem=yes (use --log-file); champsim: 64-byte input_instr records, raw, .xz or .gz; "
+        "drmemtrace: DynamoRIO's offline trace after raw2trace, a per-thread .trace.zip, .trace.gz "
+        "or .trace file or the directory of them (threads interleaved by timestamp). All are also "
+        "readable directly wherever a trace is accepted, as lackey:PATH, champsim:PATH or "
+        "drmemtrace:PATH.",
     )
-    s.add_argument("kind", choices=["lackey", "champsim"])
+    s.add_argument("kind", choices=["lackey", "champsim", "drmemtrace"])
     s.add_argument("input", metavar="INPUT")
     s.add_argument("-o", "--output", required=True, metavar="OUT")
-    s.add_argument("--ifetch", action="store_true", help="lackey: also record each instruction as a fetch")
+    s.add_argument(
+        "--ifetch",
+        action="store_true",
+        help="also record each instruction as an instruction fetch (champsim: of its ip, 4 bytes "
+        "assumed; lackey, drmemtrace: of the instruction's length)",
+    )
     s.add_argument("--level", type=int, default=3, help="zstd level, 1 to 19; default 3")
     add_progress_flags(s)
     s.set_defaults(func=cmd_import)

@@ -114,7 +114,19 @@ def cmd_predict(args: argparse.Namespace) -> int:
         r = pr.simulate_design(exp, cpu, args.set or (), args.config, threads=args.threads)
     hmc = (r.derived["H"], r.derived["M"], r.derived["C"])
     p = pr.predict(exp, hmc, args.name, model=args.model, margin=args.margin, extrapolate=args.extrapolate)
-    emit_json(args.json, p.to_dict())
+    emit_json(
+        args.json,
+        p.to_dict(),
+        trace=None if args.result else exp / "trace.xlat",
+        config=r.config,
+        inputs=[
+            args.result.rsplit(":", 1)[0]
+            if ":" in args.result and not args.result.endswith(".json")
+            else args.result
+        ]
+        if args.result
+        else (),
+    )
     if not to_stdout(args):
         print(p.format())
     return 0

@@ -115,7 +115,7 @@ def cmd_live(args: argparse.Namespace) -> int:
     except SoftDirtyError as e:
         raise CliError(str(e)) from None
     d = r.to_json()
-    emit_json(args.json, d)
+    emit_json(args.json, d, kind="fidelity live")
     if to_stdout(args):
         return 0
     print(
@@ -164,7 +164,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
         r.plot(args.plot)
         print(f"plot written to {args.plot}", file=sys.stderr)
     d = r.to_json()
-    emit_json(args.json, d)
+    emit_json(args.json, d, trace=args.trace[0], window=window_kw(args))
     if to_stdout(args):
         return 0
     print(table(summary_rows(d)))

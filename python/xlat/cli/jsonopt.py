@@ -49,14 +49,34 @@ def take_positional(args: argparse.Namespace, attr: str, what: str, allowed: tup
         args.parser.error(f"the following arguments are required: {what}")
 
 
-def emit_json(dest: str | None, obj: Any) -> None:
-    """Write ``obj`` to stdout (``dest`` ``"-"``) or to the file ``dest``; nothing if None."""
+#: The command being run (``sim``, ``experiment mosmodel``) and its arguments, set by
+#: :func:`xlat.cli.main` for the documents :func:`emit_json` writes.
+INVOCATION: dict[str, Any] = {"command": None, "argv": None}
+
+
+def set_invocation(argv: list[str]) -> None:
+    """Remember the command ``argv`` runs (with its sub-command: ``config show``) and ``argv``."""
+    # From argv, not from ``args``: a sub-command's own arguments may reuse a name (``experiment
+    # run -- CMD`` has a ``command``). xlat has no option before the command but --version.
+    words = [w for w in argv if not w.startswith("-")][:2]
+    if words[:1] not in (["experiment"], ["model"], ["config"]):
+        words = words[:1]
+    INVOCATION.update(command=" ".join(words) or None, argv=list(argv))
+
+
+def emit_json(dest: str | None, results: Any, **provenance: Any) -> None:
+    """Write the results document (:func:`xlat.results.document`) of ``results`` to stdout
+    (``dest`` ``"-"``) or to the file ``dest``; nothing if None. ``provenance``: ``trace``,
+    ``window``, ``config``, ``inputs``, ``kind`` (see :func:`~xlat.results.document`)."""
     if dest is None:
         return
+    from xlat.results import document
+
+    doc = document(INVOCATION["command"] or "xlat", results, argv=INVOCATION["argv"], **provenance)
     if dest == STDOUT:
-        json.dump(obj, sys.stdout, indent=2, sort_keys=True)
+        json.dump(doc, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
         return
     with open(dest, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
+        json.dump(doc, f, indent=2, sort_keys=True)
         f.write("\n")

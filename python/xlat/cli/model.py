@@ -20,7 +20,7 @@ def cmd_mach(args: argparse.Namespace) -> int:
 
     if args.document:
         doc = mm.document_chapter5()
-        emit_json(args.json, {"document": doc, "inputs": mm.DOC})
+        emit_json(args.json, {"document": doc, "inputs": mm.DOC}, kind="model mach document")
         if not to_stdout(args):
             print(
                 "Chapter 5 from the document's own inputs (S_T = 0.5, I_A = 0.5 R, I_T = 0.06 R, M_T = 0.07, M_A = 0.02):"
@@ -46,7 +46,15 @@ def cmd_mach(args: argparse.Namespace) -> int:
             out["handler_cycles_simulated"] = flat[name]
     if args.plot:
         mm.plot_predictions(x, S_T, args.plot)
-    emit_json(args.json, out)
+    emit_json(
+        args.json,
+        out,
+        inputs=[
+            f.rsplit(":", 1)[0] if ":" in f and not f.endswith(".json") else f
+            for f in (args.counts, args.scheme)
+            if f
+        ],
+    )
     if to_stdout(args):
         return 0
     i = out["inputs"]

@@ -104,7 +104,7 @@ def cmd_mrc(args: argparse.Namespace) -> int:
             entries=None if rng is None else (rng[0], rng[1]),
         )
         print(f"plot written to {args.plot}", file=sys.stderr)
-    emit_json(args.json, r.data)
+    emit_json(args.json, r.data, trace=args.trace, window=window_kw(args), config=r.run.check())
     if to_stdout(args):
         return 0
     d = r.data

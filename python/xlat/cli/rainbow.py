@@ -103,7 +103,14 @@ def cmd_rainbow(args: argparse.Namespace) -> int:
             progress=progress(args),
             **window_kw(args),
         )
-    emit_json(args.json, cmp.to_json())
+    rows = [{**r, "dram": cmp.dram, "nvm": cmp.nvm} for r in cmp.rows()]
+    emit_json(
+        args.json,
+        rows,
+        trace=args.trace,
+        window=window_kw(args),
+        config=[cmp.results[r["config"]].config for r in rows],
+    )
     if args.plot:
         rainbow.plot_many({args.trace: cmp}, args.plot, title=f"Rainbow against its baselines: {args.trace}")
     if to_stdout(args):

@@ -93,7 +93,7 @@ def cmd_reclaim(args: argparse.Namespace) -> int:
         progress=progress(args),
         **window_kw(args),
     )
-    emit_json(args.json, {**r.to_json(), "rows": r.rows()})
+    emit_json(args.json, {**r.to_json(), "rows": r.rows()}, trace=args.trace, window=window_kw(args))
     if to_stdout(args):
         return 0
     print(table(summary_rows(r.to_json())))

@@ -75,7 +75,13 @@ def cmd_rmm(args: argparse.Namespace) -> int:
             overlap=args.time == "overlap",
             **window_kw(args),
         )
-    emit_json(args.json, ev.rows)
+    emit_json(
+        args.json,
+        ev.rows,
+        trace=args.trace,
+        window=window_kw(args),
+        config=[ev.results[r["design"]].config for r in ev.rows],
+    )
     if args.csv:
         ev.to_pandas().to_csv(args.csv, index=False)
     if args.plot:

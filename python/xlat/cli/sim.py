@@ -259,6 +259,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
         # `--energy TRACE`: the optional value took the positional (the default set was meant).
         args.trace, args.energy = args.energy, "cacti-32nm"
     take_positional(args, "trace", "TRACE_OR_WORKLOAD")
+    if args.plot or args.energy_plot:
+        from xlat._optional import need_pyplot
+
+        need_pyplot("--plot" if args.plot else "--energy-plot")  # before the run, not after it
     runs = sim_runs(args)
     eset = None
     if args.energy or args.energy_plot:
@@ -286,7 +290,13 @@ def cmd_sim(args: argparse.Namespace) -> int:
                 title=f"dynamic energy of address translation ({eset.name}): {args.trace}",
             )
     if args.json:
-        emit_json(args.json, results[0].data if len(results) == 1 else {"results": [r.data for r in results]})
+        emit_json(
+            args.json,
+            [r.data for r in results],
+            trace=args.trace,
+            window=results[0].window,
+            config=[r.config for r in results],
+        )
     if args.csv:
         write_csv(args.csv, results, eset, args.walk_energy)
     if args.plot:

@@ -132,7 +132,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         "workers": out.workers or None,
         "plot": plot_path,
     }
-    emit_json(args.json, summary)
+    emit_json(args.json, summary, inputs=[args.sweep])
     if not to_stdout(args) and len(df):
         print(summary_table(df))
     rate = f", {summary['points_per_minute']} points/min" if summary["points_per_minute"] else ""

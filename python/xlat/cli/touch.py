@@ -23,7 +23,7 @@ def cmd_touch(args: argparse.Namespace) -> int:
         progress=progress(args),
         **window_kw(args),
     )
-    emit_json(args.json, r.to_json())
+    emit_json(args.json, r.to_json(), trace=args.trace, window=window_kw(args))
     if args.plot:
         r.plot(args.plot)
     if to_stdout(args):

@@ -32,7 +32,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
             follow_exec=args.follow_exec,
         )
     # To stdout (after the program's own output, which shares it) or to a file.
-    emit_json(args.json, r)
+    emit_json(args.json, r, trace=args.output)
     return report(r, argv, args.max, args.timeout)
 
 

@@ -56,7 +56,7 @@ def cmd_trace_info(args: argparse.Namespace) -> int:
     take_positional(args, "trace", "TRACE")
     with still_running(f"reading {args.trace}", enabled=not progress(args)):
         r = trace_info(args.trace, progress=progress(args))
-    emit_json(args.json, r)
+    emit_json(args.json, r, trace=args.trace)
     if to_stdout(args):
         return 0
     print(table(info_rows(r)))

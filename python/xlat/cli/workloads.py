@@ -15,7 +15,7 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     from xlat.trace import workloads
 
     ws = workloads()
-    emit_json(args.json, ws)
+    emit_json(args.json, ws, kind="workload")
     if to_stdout(args):
         return 0
     print("Synthetic workloads: use as workload:NAME?key=value&... wherever a trace is accepted.\n")
@@ -34,7 +34,7 @@ def cmd_workloads_real(args: argparse.Namespace) -> int:
         if args.output:
             raise CliError("give the recipe to trace: xlat workloads real NAME -o OUT")
         rs = rw.recipes()
-        emit_json(args.json, [r.__dict__ | {"script": r.script is not None} for r in rs])
+        emit_json(args.json, [r.__dict__ | {"script": r.script is not None} for r in rs], kind="recipe")
         if to_stdout(args):
             return 0
         print(
