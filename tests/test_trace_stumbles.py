@@ -1,13 +1,12 @@
 """xlat trace's stumbles of issue 24: programs run with execve are traced too, each to its own
 file with --follow-exec, and without it a warning says they are not (item 14); --timeout stops a tracee that never exits (item 16); --json [FILE] (item 8)."""
 
-import json
 import os
 import shutil
 import time
 
 import pytest
-from conftest import run_xlat
+from conftest import result, run_xlat
 
 pytestmark = pytest.mark.skipif(
     any(shutil.which(t) is None for t in ("qemu-x86_64", "gcc", "sh")),
@@ -18,7 +17,7 @@ pytestmark = pytest.mark.skipif(
 def _traces(d) -> dict[str, dict]:
     """trace-info of every trace in ``d``, by file name."""
     return {
-        f: json.loads(run_xlat("trace-info", f, "--json", cwd=d).stdout)
+        f: result(run_xlat("trace-info", f, "--json", cwd=d).stdout)
         for f in sorted(os.listdir(d))
         if f.endswith(".xlat")
     }
@@ -59,7 +58,7 @@ def test_exec_d_programs_are_traced_each_to_its_own_file(tmp_path):
         cwd=tmp_path,
     )
     assert "xlat: warning:" not in p.stderr and "nan" not in p.stderr, p.stderr
-    s = json.loads((tmp_path / "s.json").read_text())
+    s = result((tmp_path / "s.json").read_text())
     sh, *rest = s["processes"]
     assert sh["path"] == "sh.xlat" and sh["exited"] is True
     # the forked child: nothing before its exec (no file), then ls under QEMU, same pid
@@ -96,7 +95,7 @@ def test_tracing_gcc_traces_cc1_and_as(tmp_path):
     )
     assert (tmp_path / "x.o").is_file()  # gcc worked under the wrapper
     assert "xlat: warning:" not in p.stderr and "nan" not in p.stderr, p.stderr
-    s = json.loads((tmp_path / "s.json").read_text())
+    s = result((tmp_path / "s.json").read_text())
     gcc, *children = s["processes"]
     assert gcc["exited"] is True and gcc["accesses"] > 0
     traced = [c for c in children if c["path"] is not None]
@@ -105,9 +104,9 @@ def test_tracing_gcc_traces_cc1_and_as(tmp_path):
     assert all(c["path"] is None for c in children if not c["exited"])  # the empty pre-exec halves
     ran = {
         os.path.basename(
-            json.loads(run_xlat("trace-info", c["path"], "--json", cwd=tmp_path).stdout)["header"][
-                "metadata"
-            ]["argv_run"][0]
+            result(run_xlat("trace-info", c["path"], "--json", cwd=tmp_path).stdout)["header"]["metadata"][
+                "argv_run"
+            ][0]
         )
         for c in traced
     }
@@ -143,7 +142,7 @@ def test_timeout_stops_a_tracee_that_never_exits_and_keeps_its_trace(tmp_path):
     assert took < 60
     errs = [line for line in p.stderr.splitlines() if line.startswith("xlat: error:")]
     assert len(errs) == 1 and "still running after --timeout 2 s" in errs[0] and "s.xlat" in errs[0]
-    info = json.loads(run_xlat("trace-info", "s.xlat", "--json", cwd=tmp_path).stdout)
+    info = result(run_xlat("trace-info", "s.xlat", "--json", cwd=tmp_path).stdout)
     assert info["info"]["accesses"] > 0  # the dynamic loader and libc ran before the sleep
     assert "xlat: warning:" not in p.stderr  # killed by us: not an exec
 
@@ -152,7 +151,7 @@ def test_timeout_is_not_reached_by_a_short_program(tmp_path):
     p = run_xlat(
         "trace", "--no-progress", "--timeout", "60", "--json", "-", "-o", "t.xlat", "--", "true", cwd=tmp_path
     )
-    s = json.loads(p.stdout)
+    s = result(p.stdout)
     assert s["timed_out"] is False and s["status"] == 0
 
 
@@ -163,19 +162,29 @@ def test_bad_timeout_is_one_sentence(tmp_path):
 
 
 def test_an_unknown_input_prefix_is_named(tmp_path):
-    # Issue 37, item 14: `drmemtrace:foo.zip` was read as a path ("No such file or directory").
+    # Issue 37, item 14: `drmemtrace:foo.zip` was read as a path ("No such file or directory");
+    # drmemtrace: is read now (tests/test_importers.py), and any other prefix is named.
     import subprocess
     import sys
 
     p = subprocess.run(
-        [sys.executable, "-m", "xlat", "trace-info", "drmemtrace:foo.zip"], capture_output=True, text=True
+        [sys.executable, "-m", "xlat", "trace-info", "pin:foo.out"], capture_output=True, text=True
     )
     assert p.returncode == 1
     assert p.stderr.strip().splitlines() == [
-        "xlat: error: 'drmemtrace:foo.zip' starts with 'drmemtrace:', which is no input kind xlat reads "
-        "(workload:, lackey:, champsim:, qemu-raw:, or a trace file's path; a file whose name holds a "
-        "colon is read when it exists)"
+        "xlat: error: 'pin:foo.out' starts with 'pin:', which is no input kind xlat reads "
+        "(workload:, lackey:, champsim:, drmemtrace:, qemu-raw:, or a trace file's path; a file whose "
+        "name holds a colon is read when it exists)"
     ]
+    # A drmemtrace: spec whose file is missing says so.
+    p = subprocess.run(
+        [sys.executable, "-m", "xlat", "trace-info", "drmemtrace:foo.zip"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert p.returncode == 1
+    assert p.stderr.strip().splitlines() == ["xlat: error: foo.zip: No such file or directory (os error 2)"]
     # A file whose name holds a colon is still read.
     import xlat
 

@@ -20,6 +20,7 @@ __all__ = [
     "WorkloadError",
     "XlatError",
     "convert",
+    "export_champsim",
     "open",
     "read_accesses",
     "trace_info",
@@ -165,6 +166,21 @@ def convert(
         )
     minor = int(format_version.split(".")[1])
     return json.loads(_native.convert(str(spec), str(out), level, progress, minor))
+
+
+def export_champsim(
+    spec: str, out: str, tid: int | None = None, level: int = 6, progress: bool = False
+) -> dict[str, Any]:
+    """Write thread ``tid`` of ``spec`` (None: its only thread) as a ChampSim trace to ``out``:
+    one 64-byte ``input_instr`` record per instruction, xz-compressed if ``out`` ends in ``.xz``
+    (preset ``level`` 0-9), gzip for ``.gz``, else raw. Loads fill the 4 ``source_memory``
+    slots and stores the 2 ``destination_memory`` slots; those beyond are dropped and counted
+    (``dropped_loads``, ``dropped_stores``). An instruction's ip is its first instruction
+    fetch's address, or synthetic where the trace has none (``synthetic_ips``; see
+    docs/importers.md). Returns the summary (records, loads, stores, first_icount, ...)."""
+    if not 0 <= level <= 9:
+        raise ValueError(f"level must be between 0 and 9, not {level}")
+    return json.loads(_native.export_champsim(str(spec), str(out), tid, level, progress))
 
 
 def cut(

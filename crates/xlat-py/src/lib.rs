@@ -221,6 +221,54 @@ fn read_accesses<'py>(
     columns(py, all, 0)
 }
 
+/// Write `spec` (one thread's accesses: `tid`, or the only thread) as a ChampSim trace to `out`
+/// (xz for `.xz`, gzip for `.gz`, else raw; xz preset / gzip `level`). Written to
+/// `out.partial` and renamed when complete. Returns a JSON summary
+/// ([`xlat_trace::export::champsim::ExportSummary`] with `path`, `bytes`, `compression`).
+#[pyfunction]
+#[pyo3(signature = (spec, out, tid=None, level=6, progress=false))]
+fn export_champsim(
+    py: Python<'_>,
+    spec: &str,
+    out: &str,
+    tid: Option<u32>,
+    level: u32,
+    progress: bool,
+) -> PyResult<String> {
+    use xlat_trace::export::champsim;
+    let mut src = open(spec)?;
+    let out = out.to_string();
+    py.allow_threads(move || -> xlat_trace::Result<String> {
+        let tmp = format!("{out}.partial");
+        let io = |e: std::io::Error| Error::Io { path: tmp.clone().into(), source: e };
+        let file = File::create(&tmp).map_err(io)?;
+        let compression = champsim::compression_of(&out);
+        let bar = Progress::new(progress, src.as_ref(), "exporting");
+        let result = champsim::export_file(src.as_mut(), file, compression, level, tid, |s| bar.update(s)).map_err(
+            |e| match e {
+                Error::RawIo(source) => Error::Io { path: tmp.clone().into(), source },
+                e => e,
+            },
+        );
+        drop(bar);
+        match result {
+            Ok(summary) => {
+                std::fs::rename(&tmp, &out).map_err(|e| Error::Io { path: out.clone().into(), source: e })?;
+                let mut v = serde_json::to_value(&summary).expect("a summary serialises");
+                v["bytes"] = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0).into();
+                v["path"] = out.clone().into();
+                v["compression"] = compression.into();
+                Ok(v.to_string())
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(e)
+            }
+        }
+    })
+    .map_err(to_py)
+}
+
 /// Write every event of `spec` to `out`: the text form if `out` ends in `.txt`, else the
 /// compressed format at zstd `level`. Written to `out.partial` and renamed when complete.
 /// Returns a JSON summary.
@@ -679,6 +727,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_config, m)?)?;
     m.add_function(wrap_pyfunction!(read_accesses, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
+    m.add_function(wrap_pyfunction!(export_champsim, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(fidelity, m)?)?;
     m.add_function(wrap_pyfunction!(reclaim, m)?)?;

@@ -14,6 +14,7 @@
 pub mod error;
 pub mod event;
 pub mod event_source;
+pub mod export;
 pub mod format;
 pub mod import;
 pub mod info;

@@ -10,7 +10,7 @@ pub use crate::event_source::{collect, EventSource};
 pub use crate::reader::FileSource;
 
 /// Open `spec`: `workload:NAME?k=v&...` for a synthetic workload, an imported foreign trace
-/// (`lackey:PATH[?ifetch=1]`, `champsim:PATH` raw/.xz/.gz, `qemu-raw:PATH`; see
+/// (`lackey:PATH[?ifetch=1]`, `champsim:PATH` raw/.xz/.gz, `drmemtrace:PATH`, `qemu-raw:PATH`; see
 /// [`crate::import`]), a text trace (`.txt`), or otherwise an xlat trace file.
 pub fn open(spec: &str) -> Result<Box<dyn EventSource>> {
     if spec.starts_with("workload:") {
@@ -21,7 +21,7 @@ pub fn open(spec: &str) -> Result<Box<dyn EventSource>> {
     }
     if let Some(prefix) = unknown_prefix(spec) {
         return Err(crate::error::Error::Import(format!(
-            "'{spec}' starts with '{prefix}:', which is no input kind xlat reads (workload:, lackey:, champsim:, qemu-raw:, or a trace file's path; a file whose name holds a colon is read when it exists)"
+            "'{spec}' starts with '{prefix}:', which is no input kind xlat reads (workload:, lackey:, champsim:, drmemtrace:, qemu-raw:, or a trace file's path; a file whose name holds a colon is read when it exists)"
         )));
     }
     if crate::text::is_text_path(spec) {
@@ -31,8 +31,8 @@ pub fn open(spec: &str) -> Result<Box<dyn EventSource>> {
 }
 
 /// The `NAME` of a spec `NAME:REST` that looks like a prefix (letters, digits, `-`, `+`, `.`,
-/// starting with a letter) and is not an existing file's path: `drmemtrace:foo.zip` was read
-/// as a path and failed with "No such file or directory" instead of naming the prefix.
+/// starting with a letter) and is not an existing file's path: `pin:foo.out` would be read as
+/// a path and fail with "No such file or directory" instead of naming the prefix.
 fn unknown_prefix(spec: &str) -> Option<&str> {
     let (name, _) = spec.split_once(':')?;
     let scheme = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())

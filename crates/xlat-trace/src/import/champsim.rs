@@ -16,6 +16,8 @@
 //! Every record is one instruction (instruction count = record number, from 1); every non-zero
 //! source operand becomes a load and every non-zero destination operand a store, loads first.
 //! Records carry no access sizes: xlat records 8 bytes. The records have no thread: tid 0.
+//! With `ifetch`, each record's non-zero `ip` also becomes an instruction fetch of
+//! [`IFETCH_SIZE`] bytes, before the record's data accesses.
 
 use crate::error::{Error, Result};
 use crate::event::{Access, AccessKind, Batch};
@@ -29,6 +31,9 @@ use std::io::{BufReader, Read};
 pub const RECORD: usize = 64;
 /// The size xlat gives ChampSim accesses, which have none.
 pub const ACCESS_SIZE: u16 = 8;
+/// The size xlat gives the instruction fetches of `ifetch` (records carry no instruction
+/// length; 4 is a typical x86-64 one; the simulator translates and caches by address alone).
+pub const IFETCH_SIZE: u16 = 4;
 
 /// A ChampSim trace opened as an [`EventSource`].
 pub struct ChampSimSource {
@@ -36,6 +41,8 @@ pub struct ChampSimSource {
     name: String,
     header: Header,
     compression: &'static str,
+    /// Each record's `ip` also becomes an instruction fetch.
+    ifetch: bool,
     /// Offset in the (decompressed) record stream.
     offset: u64,
     icount: u64,
@@ -60,7 +67,9 @@ impl<R: Read> Read for Counted<R> {
 }
 
 impl ChampSimSource {
-    pub fn open(path: &str) -> Result<ChampSimSource> {
+    /// Open `path` (raw, xz or gzip). With `ifetch`, every record's `ip` also becomes an
+    /// instruction-fetch access.
+    pub fn open(path: &str, ifetch: bool) -> Result<ChampSimSource> {
         let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         if len == 0 {
@@ -79,13 +88,13 @@ impl ChampSimSource {
         } else {
             (Box::new(counted), "none")
         };
-        let mut s = Self::from_reader(r, path, compression);
+        let mut s = Self::from_reader(r, path, compression, ifetch);
         s.progress_src = Some((read, len));
         Ok(s)
     }
 
     /// Read records from any reader (already decompressed); `name` appears in errors.
-    pub fn from_reader(r: Box<dyn Read + Send>, name: &str, compression: &'static str) -> Self {
+    pub fn from_reader(r: Box<dyn Read + Send>, name: &str, compression: &'static str, ifetch: bool) -> Self {
         let mut header = Header::new(format!("xlat {} champsim import", env!("CARGO_PKG_VERSION")));
         header.page_size_hint = 4096;
         header.threads = vec![0];
@@ -93,11 +102,17 @@ impl ChampSimSource {
         header.metadata.insert("importer".into(), "champsim".into());
         header.metadata.insert("compression".into(), compression.into());
         header.metadata.insert("access_size_assumed".into(), ACCESS_SIZE.into());
+        if ifetch {
+            // Only with the option, so that a default import's header is what it always was.
+            header.metadata.insert("ifetch".into(), true.into());
+            header.metadata.insert("ifetch_size_assumed".into(), IFETCH_SIZE.into());
+        }
         ChampSimSource {
             r,
             name: name.to_string(),
             header,
             compression,
+            ifetch,
             offset: 0,
             icount: 0,
             done: false,
@@ -146,6 +161,19 @@ impl EventSource for ChampSimSource {
                     ));
                 }
                 self.icount += 1;
+                if self.ifetch {
+                    let ip = word(rec, 0);
+                    if ip != 0 {
+                        let a = Access {
+                            addr: ip,
+                            icount: self.icount,
+                            tid: 0,
+                            size: IFETCH_SIZE,
+                            kind: AccessKind::IFetch,
+                        };
+                        batch.push_access(a);
+                    }
+                }
                 for (slots, kind) in [(32..64, AccessKind::Load), (16..32, AccessKind::Store)] {
                     for i in slots.step_by(8) {
                         let addr = word(rec, i);
@@ -189,7 +217,11 @@ mod tests {
     }
 
     fn read(bytes: Vec<u8>) -> Result<Batch> {
-        let mut s = ChampSimSource::from_reader(Box::new(std::io::Cursor::new(bytes)), "t", "none");
+        read_with(bytes, false)
+    }
+
+    fn read_with(bytes: Vec<u8>, ifetch: bool) -> Result<Batch> {
+        let mut s = ChampSimSource::from_reader(Box::new(std::io::Cursor::new(bytes)), "t", "none", ifetch);
         crate::event_source::collect(|b| s.next_batch(b))
     }
 
@@ -202,6 +234,18 @@ mod tests {
         assert_eq!(b.addr, vec![0x1000, 0x2000, 0x9000, 0x3000, 0x7000]);
         assert_eq!(b.kind, vec![0, 0, 1, 0, 1]);
         assert_eq!(b.icount, vec![1, 1, 1, 3, 3]);
+    }
+
+    #[test]
+    fn ifetch_puts_each_ip_before_its_records_accesses() {
+        let mut v = rec(0x400000, [0x9000, 0], [0x1000, 0, 0, 0], 0);
+        v.extend(rec(0x400004, [0, 0], [0, 0, 0, 0], 1));
+        v.extend(rec(0, [0, 0], [0x3000, 0, 0, 0], 0)); // ip 0: no fetch
+        let b = read_with(v, true).unwrap();
+        assert_eq!(b.addr, vec![0x400000, 0x1000, 0x9000, 0x400004, 0x3000]);
+        assert_eq!(b.kind, vec![2, 0, 1, 2, 0]);
+        assert_eq!(b.icount, vec![1, 1, 1, 2, 3]);
+        assert_eq!(b.size, vec![IFETCH_SIZE, 8, 8, IFETCH_SIZE, 8]);
     }
 
     #[test]

@@ -6,6 +6,11 @@
 //! `--PID-- ...`) are skipped; the first one names the process, used as the thread id (lackey
 //! does not say which thread ran an instruction). Each `I` line advances the instruction count;
 //! a data access carries the count of the instruction it belongs to.
+//!
+//! The messages before the first event (Valgrind's preamble) are read when the log is opened:
+//! `==PID== Command: PROG ARGS` (arguments joined by spaces, a space or backslash inside one
+//! escaped by a backslash) becomes the header's `command`, as `xlat trace` records the traced
+//! program's, and `Using Valgrind-VERSION` the metadata's `valgrind`.
 
 use crate::error::{Error, Result};
 use crate::event::{Access, AccessKind, Batch};
@@ -27,6 +32,8 @@ pub struct LackeySource {
     len: Option<u64>,
     done: bool,
     line: Vec<u8>,
+    /// The first event line, read with the preamble: (its offset, its bytes).
+    pending: Option<(u64, Vec<u8>)>,
 }
 
 impl LackeySource {
@@ -43,18 +50,19 @@ impl LackeySource {
         if len == Some(0) {
             return Err(Error::Empty(path.to_string()));
         }
-        Ok(Self::from_reader(r, path, len, ifetch))
+        Self::from_reader(r, path, len, ifetch)
     }
 
-    /// Read lackey text from any reader; `name` appears in error messages.
-    pub fn from_reader(r: Box<dyn BufRead + Send>, name: &str, len: Option<u64>, ifetch: bool) -> Self {
+    /// Read lackey text from any reader; `name` appears in error messages. Reads the preamble
+    /// (the Valgrind messages before the first event) for the header.
+    pub fn from_reader(r: Box<dyn BufRead + Send>, name: &str, len: Option<u64>, ifetch: bool) -> Result<Self> {
         let mut header = Header::new(format!("xlat {} lackey import", env!("CARGO_PKG_VERSION")));
         header.command = vec!["valgrind".into(), "--tool=lackey".into(), "--trace-mem=yes".into()];
         header.page_size_hint = 4096;
         header.metadata.insert("imported_from".into(), name.into());
         header.metadata.insert("importer".into(), "lackey".into());
         header.metadata.insert("ifetch".into(), ifetch.into());
-        LackeySource {
+        let mut s = LackeySource {
             r,
             name: name.to_string(),
             header,
@@ -66,6 +74,43 @@ impl LackeySource {
             len,
             done: false,
             line: Vec::with_capacity(128),
+            pending: None,
+        };
+        s.read_preamble()?;
+        Ok(s)
+    }
+
+    /// Read the lines up to the first one that is neither a Valgrind message nor empty (kept in
+    /// `pending`), taking the thread id, the program's command line and Valgrind's version.
+    fn read_preamble(&mut self) -> Result<()> {
+        loop {
+            self.line.clear();
+            let n = self.r.read_until(b'\n', &mut self.line).map_err(|e| Error::io(&self.name, e))?;
+            if n == 0 {
+                self.done = true;
+                return Ok(());
+            }
+            let line = trim_eol(&self.line);
+            if !(line.is_empty() || line.starts_with(b"==") || line.starts_with(b"--")) {
+                self.pending = Some((self.offset, std::mem::take(&mut self.line)));
+                return Ok(());
+            }
+            self.offset += n as u64;
+            self.line_no += 1;
+            let text = message_text(line);
+            if let Some(cmd) = text.strip_prefix(b"Command: ") {
+                if self.header.metadata.get("tracer").is_none() {
+                    let argv = split_valgrind_command(cmd);
+                    let tracer = std::mem::replace(&mut self.header.command, argv);
+                    self.header.metadata.insert("tracer".into(), tracer.join(" ").into());
+                }
+            } else if let Some(v) = text.strip_prefix(b"Using Valgrind-") {
+                let v: Vec<u8> = v.iter().copied().take_while(|&c| c != b' ').collect();
+                self.header.metadata.insert("valgrind".into(), String::from_utf8_lossy(&v).into_owned().into());
+            }
+            if self.tid.is_none() {
+                self.tid = pid_of(line);
+            }
         }
     }
 
@@ -75,21 +120,13 @@ impl LackeySource {
 
     /// Parse one line into `batch`.
     fn parse_line(&mut self, at: u64, batch: &mut Batch) -> Result<()> {
-        let line = {
-            let mut l = &self.line[..];
-            while let [rest @ .., b'\n' | b'\r'] = l {
-                l = rest;
-            }
-            l
-        };
+        let line = trim_eol(&self.line);
         if line.is_empty() {
             return Ok(());
         }
         if line.starts_with(b"==") || line.starts_with(b"--") {
             if self.tid.is_none() {
-                // "==1234== ..." names the process.
-                let digits: Vec<u8> = line[2..].iter().copied().take_while(u8::is_ascii_digit).collect();
-                self.tid = std::str::from_utf8(&digits).ok().and_then(|s| s.parse().ok());
+                self.tid = pid_of(line);
             }
             return Ok(());
         }
@@ -129,6 +166,45 @@ impl LackeySource {
     }
 }
 
+/// The process id a Valgrind message ("==1234== ...") names, used as the thread id.
+fn pid_of(line: &[u8]) -> Option<u32> {
+    let digits: Vec<u8> = line.get(2..)?.iter().copied().take_while(u8::is_ascii_digit).collect();
+    std::str::from_utf8(&digits).ok().and_then(|s| s.parse().ok())
+}
+
+fn trim_eol(mut l: &[u8]) -> &[u8] {
+    while let [rest @ .., b'\n' | b'\r'] = l {
+        l = rest;
+    }
+    l
+}
+
+/// The text of a Valgrind message: what follows `==PID== ` (or `--PID-- `).
+fn message_text(line: &[u8]) -> &[u8] {
+    let body = &line[2.min(line.len())..];
+    let digits = body.iter().take_while(|c| c.is_ascii_digit()).count();
+    let rest = &body[digits..];
+    let rest = rest.strip_prefix(b"==").or_else(|| rest.strip_prefix(b"--")).unwrap_or(rest);
+    rest.strip_prefix(b" ").unwrap_or(rest)
+}
+
+/// Valgrind's `Command:` text back into arguments: they are joined by single spaces, with a
+/// space or a backslash inside an argument escaped by a backslash.
+fn split_valgrind_command(cmd: &[u8]) -> Vec<String> {
+    let mut argv = Vec::new();
+    let mut cur = Vec::new();
+    let mut it = cmd.iter().copied();
+    while let Some(c) = it.next() {
+        match c {
+            b'\\' => cur.push(it.next().unwrap_or(b'\\')),
+            b' ' => argv.push(String::from_utf8_lossy(&std::mem::take(&mut cur)).into_owned()),
+            c => cur.push(c),
+        }
+    }
+    argv.push(String::from_utf8_lossy(&cur).into_owned());
+    argv
+}
+
 fn parse_addr_size(s: &[u8]) -> Option<(u64, u16)> {
     let comma = s.iter().position(|&c| c == b',')?;
     let (a, z) = (&s[..comma], &s[comma + 1..]);
@@ -155,6 +231,12 @@ impl EventSource for LackeySource {
     }
     fn next_batch(&mut self, batch: &mut Batch) -> Result<bool> {
         batch.clear();
+        if let Some((at, line)) = self.pending.take() {
+            self.line = line;
+            self.offset += self.line.len() as u64;
+            self.line_no += 1;
+            self.parse_line(at, batch)?;
+        }
         while !self.done && batch.len() < IMPORT_BATCH {
             self.line.clear();
             let at = self.offset;
@@ -180,7 +262,7 @@ mod tests {
 
     fn read(text: &str, ifetch: bool) -> Result<Batch> {
         let r = Box::new(std::io::Cursor::new(text.as_bytes().to_vec()));
-        let mut s = LackeySource::from_reader(r, "t", None, ifetch);
+        let mut s = LackeySource::from_reader(r, "t", None, ifetch)?;
         crate::event_source::collect(|b| s.next_batch(b))
     }
 
@@ -196,6 +278,23 @@ mod tests {
         let b = read(t, true).unwrap();
         assert_eq!(b.kind, vec![2, 1, 2, 0, 0, 1]);
         assert_eq!(b.size[0], 3);
+    }
+
+    #[test]
+    fn the_preamble_gives_the_command_line() {
+        let t = "==7== Lackey, an example Valgrind tool\n==7== Using Valgrind-3.19.0 and LibVEX; rerun with -h for copyright info\n==7== Command: /bin/echo a\\ b x\\\\y  c\n==7== Parent PID: 6\n==7== \nI  1000,4\n L 2000,8\n";
+        let r = Box::new(std::io::Cursor::new(t.as_bytes().to_vec()));
+        let mut s = LackeySource::from_reader(r, "t", None, false).unwrap();
+        assert_eq!(s.header().command, vec!["/bin/echo", "a b", "x\\y", "", "c"]);
+        assert_eq!(s.header().metadata["tracer"], "valgrind --tool=lackey --trace-mem=yes");
+        assert_eq!(s.header().metadata["valgrind"], "3.19.0");
+        let b = crate::event_source::collect(|b| s.next_batch(b)).unwrap();
+        assert_eq!((b.addr.clone(), b.tid.clone(), b.icount.clone()), (vec![0x2000], vec![7], vec![1]));
+        // Without a preamble the command stays Valgrind's, and offsets still count every byte.
+        let b = read("I  1000,4\n L 2000,8\n", false).unwrap();
+        assert_eq!(b.addr, vec![0x2000]);
+        let e = read("==7== Command: x\n\nI  1000,4\n Q 2000,8\n", false).unwrap_err().to_string();
+        assert!(e.contains("offset 28") && e.contains("line 4"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,3 @@
+//! Events to other tools' formats: ChampSim binary traces ([`champsim`]).
+
+pub mod champsim;
