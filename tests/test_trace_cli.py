@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 import xlat
-from conftest import run_xlat
+from conftest import result, results, run_xlat
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -67,7 +67,7 @@ def test_both_format_versions_read_back_the_same(tmp_path):
     got = {}
     for v in ["1.1", "1.0"]:
         out = tmp_path / f"s{v}.xlat"
-        r = json.loads(run_xlat("convert", spec, str(out), "--format-version", v, "--json").stdout)
+        r = result(run_xlat("convert", spec, str(out), "--format-version", v, "--json").stdout)
         assert r["accesses"] == 300000
         assert out.read_bytes()[10:12] == int(v[-1]).to_bytes(2, "little")
         got[v] = xlat.read_accesses(str(out))
@@ -163,7 +163,7 @@ def test_trace_info_threads_line_is_a_count(tmp_path):
 
 
 def test_trace_info_counts_match_python_api(small_trace):
-    r = json.loads(run_xlat("trace-info", str(small_trace), "--json").stdout)
+    r = result(run_xlat("trace-info", str(small_trace), "--json").stdout)
     acc = xlat.read_accesses(str(small_trace))
     assert r["info"]["accesses"] == len(acc["addr"]) == 20000
     assert r["footer"]["accesses"] == 20000
@@ -193,7 +193,7 @@ def test_trace_info_counts_instructions_as_the_simulator(tmp_path):
     lines.append(f"S 1 {ic[1] + 100} exit 0x0 0")
     f = tmp_path / "threads.txt"
     f.write_text("\n".join(lines) + "\n")
-    info = json.loads(run_xlat("trace-info", str(f), "--json").stdout)["info"]
+    info = result(run_xlat("trace-info", str(f), "--json").stdout)["info"]
     want = sum(ic[t] - first[t] + 1 for t in (1, 2))
     assert info["instructions"] == want
     assert info["threads"]["3"] == {
@@ -241,7 +241,7 @@ def test_text_round_trip_through_cli(tmp_path, small_trace):
     txt, back, txt2 = tmp_path / "a.txt", tmp_path / "b.xlat", tmp_path / "c.txt"
     run_xlat("convert", str(small_trace), str(txt))
     lines = txt.read_text().splitlines()
-    assert lines[0] == "#xlat-text 2" and lines[1].startswith("#header {")
+    assert lines[0] == "#xlat-text 3" and lines[1].startswith("#header {")
     assert lines[-1].startswith('#end {"accesses":20000,"side_events":')
     assert lines[2].startswith("S 1 ") and " brk " in lines[2]
     run_xlat("convert", str(txt), str(back))
@@ -276,6 +276,11 @@ event_line = st.one_of(
 NARGS = {"mmap": 6, "munmap": 2, "brk": 1, "mremap": 5, "madvise": 3, "shmat": 4, "shmdt": 1, "exit": 1}
 
 
+def _hex(v: int) -> str:
+    """A signed number as text version 3 writes it: 0x.., -0x.."""
+    return f"-{-v:#x}" if v < 0 else f"{v:#x}"
+
+
 def render(events) -> str:
     header = '{"format":"xlat-trace","producer":"hypothesis","command":["x"],"page_size_hint":4096,"threads":[1],"metadata":{"k":1}}'
     out = ["#xlat-text 1", "#header " + header]
@@ -289,7 +294,9 @@ def render(events) -> str:
         elif tag == "S":
             name, args, ret = body
             out.append(
-                f"S {tid} {i * 7} {name} " + " ".join(f"{a:#x}" for a in args[: NARGS[name]]) + f" {ret}"
+                f"S {tid} {i * 7} {name} "
+                + " ".join(f"{a:#x}" for a in args[: NARGS[name]])
+                + f" {_hex(ret)}"
             )
         else:
             out.append(f"M {tid} {i * 3} {body}")
@@ -300,13 +307,14 @@ def render(events) -> str:
 @given(st.lists(event_line, max_size=300))
 def test_every_event_kind_round_trips(tmp_path, events):
     """Text -> compressed format -> text is the identity, for random mixes of every event kind
-    (written as text version 2: the first line names it, the last holds the totals)."""
+    (written as text version 3: the first line names it, the last holds the totals; syscall
+    results in hex, as their arguments)."""
     src = tmp_path / "in.txt"
     src.write_text(render(events))
     xlat.convert(str(src), str(tmp_path / "mid.xlat"))
     xlat.convert(str(tmp_path / "mid.xlat"), str(tmp_path / "out.txt"))
     out, want = (tmp_path / "out.txt").read_text().splitlines(), src.read_text().splitlines()
-    assert out[0] == "#xlat-text 2" and out[1:-1] == want[1:]
+    assert out[0] == "#xlat-text 3" and out[1:-1] == want[1:]
     n = sum(tag == "A" for tag, _ in events)
     assert out[-1].startswith(f'#end {{"accesses":{n},"side_events":{len(events) - n},')
 
@@ -344,7 +352,7 @@ def test_long_calls_release_the_gil():
 
 
 def test_workloads_listing(xlat_cli):
-    ws = json.loads(xlat_cli("workloads", "--json").stdout)
+    ws = results(xlat_cli("workloads", "--json").stdout)
     assert [w["name"] for w in ws] == ["gups", "chase", "stream", "stride", "zipf", "bfs", "clientserver"]
     for w in ws:
         names = [p["name"] for p in w["params"]]
@@ -363,7 +371,7 @@ def test_sim_reads_the_trace_file(tmp_path, small_trace):
     out = tmp_path / "r.json"
     p = run_xlat("sim", str(small_trace), "--json", str(out))
     assert "accesses" in p.stdout
-    r = json.loads(out.read_text())
+    r = result(out.read_text())
     assert r["counters"]["accesses"] == 20000
     assert r["trace"] == str(small_trace)
 

@@ -83,7 +83,7 @@ def test_a_cut_text_trace_is_truncated(tmp_path):
     txt = tmp_path / "s.txt"
     run_xlat("convert", str(REAL), str(txt))
     lines = txt.read_text().splitlines(keepends=True)
-    assert lines[0] == "#xlat-text 2\n" and lines[-1].startswith('#end {"accesses":20000,')
+    assert lines[0] == "#xlat-text 3\n" and lines[-1].startswith('#end {"accesses":20000,')
     # Like `head -5000 s.txt`: 2 header lines, 574 side events, then 4,424 accesses.
     cut = tmp_path / "cut.txt"
     cut.write_text("".join(lines[:5000]))

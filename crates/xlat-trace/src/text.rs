@@ -1,16 +1,22 @@
 //! The plain text form of a trace, one event per line (see `docs/trace-format.md`):
 //!
 //! ```text
-//! #xlat-text 2
+//! #xlat-text 3
 //! #header {"format":"xlat-trace","producer":...}
 //! A <tid> <icount> <L|S|I> <hex addr> <size>
-//! S <tid> <icount> <syscall> <hex args...> <decimal ret>
+//! S <tid> <icount> <syscall> <hex args...> <hex ret>
 //! M <tid> <icount> ctx <asid> | ipc-send <peer> <bytes> | ipc-recv <peer> <bytes> | phase <id> <name>
 //! #end {"accesses":...,"side_events":...,"threads":[...]}
 //! ```
 //!
 //! Version 2 ends with the `#end` line (the totals, as the binary end record's), so that a cut
-//! file is reported as truncated; version 1 files, without it, are still read.
+//! file is reported as truncated; version 1 files, without it, are still read. Version 3 writes
+//! a syscall's result in hex like its arguments (`0x7f..`, an error `-0xc`), where versions 1
+//! and 2 wrote it in decimal; every version's reader takes either form.
+//!
+//! Numbers: addresses, syscall arguments and results are hex (`0x` prefix); thread ids,
+//! instruction counts, sizes, and the markers' asid, peer, bytes and phase id are decimal (a
+//! reader also takes `0x` for instruction counts and marker numbers).
 
 use crate::error::{Error, Result};
 use crate::event::{Access, Batch, Event, Marker, SideBody, Syscall, SyscallKind};
@@ -22,7 +28,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 
 /// The first line of a text trace this xlat writes.
-pub const TEXT_MAGIC: &str = "#xlat-text 2";
+pub const TEXT_MAGIC: &str = "#xlat-text 3";
+/// The first line of a version 2 text trace (decimal syscall results; still read).
+pub const TEXT_MAGIC_V2: &str = "#xlat-text 2";
 /// The first line of a version 1 text trace (no end line; still read).
 pub const TEXT_MAGIC_V1: &str = "#xlat-text 1";
 /// The prefix of version 2's last line.
@@ -139,7 +147,11 @@ pub fn write_event<W: Write>(out: &mut W, e: &Event) -> std::io::Result<()> {
             for a in &s.args[..s.kind.nargs()] {
                 write!(out, " {a:#x}")?;
             }
-            writeln!(out, " {}", s.ret)
+            if s.ret < 0 {
+                writeln!(out, " -{:#x}", s.ret.unsigned_abs())
+            } else {
+                writeln!(out, " {:#x}", s.ret)
+            }
         }
         Event::Side { tid, icount, body: SideBody::Marker(m) } => {
             write!(out, "M {tid} {icount} {}", m.name())?;
@@ -157,6 +169,25 @@ pub fn write_event<W: Write>(out: &mut W, e: &Event) -> std::io::Result<()> {
 fn num(s: &str) -> Option<u64> {
     match s.strip_prefix("0x") {
         Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// A signed number, hex (`0x..`, `-0x..`: version 3) or decimal (versions 1 and 2).
+fn signed(s: &str) -> Option<i64> {
+    let (neg, mag) = match s.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, s),
+    };
+    match mag.strip_prefix("0x") {
+        Some(h) => {
+            let v = u64::from_str_radix(h, 16).ok()?;
+            if neg {
+                0i64.checked_sub_unsigned(v)
+            } else {
+                i64::try_from(v).ok()
+            }
+        }
         None => s.parse().ok(),
     }
 }
@@ -192,7 +223,7 @@ pub fn parse_event(line: &str) -> std::result::Result<Event, String> {
                 *a = num(f).ok_or_else(|| format!("syscall argument '{f}' is not a number"))?;
             }
             let r = field("syscall result")?;
-            let ret = r.parse::<i64>().map_err(|_| format!("syscall result '{r}' is not a signed number"))?;
+            let ret = signed(r).ok_or_else(|| format!("syscall result '{r}' is not a signed number"))?;
             if it.next().is_some() {
                 return Err(format!("{name} takes {} arguments and a result; extra fields follow", kind.nargs()));
             }
@@ -233,8 +264,10 @@ pub struct TextSource {
     len: Option<u64>,
     done: bool,
     buf: String,
-    /// Version 2 files must end with the end line; version 1 files have none.
+    /// Version 2 and 3 files must end with the end line; version 1 files have none.
     needs_end: bool,
+    /// The file's version (its first line).
+    version: u8,
     ended: bool,
     totals: Totals,
 }
@@ -264,6 +297,7 @@ impl TextSource {
             done: false,
             buf: String::new(),
             needs_end: true,
+            version: 3,
             ended: false,
             totals: Totals::default(),
         };
@@ -274,8 +308,13 @@ impl TextSource {
         if first == TEXT_MAGIC_V1 {
             // Version 1: no end line, so a file cut at a line boundary reads as complete.
             s.needs_end = false;
-        } else if first != TEXT_MAGIC {
-            return Err(s.err(format!("the first line must be '{TEXT_MAGIC}' (or '{TEXT_MAGIC_V1}')")));
+            s.version = 1;
+        } else if first == TEXT_MAGIC_V2 {
+            s.version = 2;
+        } else if first != TEXT_MAGIC && first != TEXT_MAGIC_V2 {
+            return Err(
+                s.err(format!("the first line must be '{TEXT_MAGIC}' (or '{TEXT_MAGIC_V2}', '{TEXT_MAGIC_V1}')"))
+            );
         }
         let second = s.read_line()?.unwrap_or_default();
         let json =
@@ -370,9 +409,9 @@ impl EventSource for TextSource {
     }
     fn format(&self) -> Option<String> {
         Some(if self.needs_end {
-            "text 2".into()
+            format!("text {}", self.version)
         } else {
-            "text 1 (no end line: a file cut at a line boundary reads as complete; `xlat convert` upgrades it to text 2)"
+            "text 1 (no end line: a file cut at a line boundary reads as complete; `xlat convert` upgrades it to text 3)"
                 .into()
         })
     }

@@ -1,4 +1,5 @@
-//! The text form's end line (version 2), its checks and the version 1 files without one.
+//! The text form's end line (versions 2 and 3), its checks and the version 1 files without one;
+//! version 3's hex syscall results.
 
 use xlat_trace::{info, source, text, Batch, Error, TraceWriter};
 
@@ -55,7 +56,8 @@ fn small() -> String {
 fn the_writer_ends_with_the_totals() {
     let t = small();
     let lines: Vec<&str> = t.lines().collect();
-    assert_eq!(lines[0], "#xlat-text 2");
+    assert_eq!(lines[0], "#xlat-text 3");
+    assert_eq!(lines[5], "S 2 7 brk 0x5000 0x5000"); // version 3: the result in hex, as the arguments
     assert_eq!(lines.len(), 2 + 4 + 1);
     assert_eq!(
         lines[6],
@@ -63,7 +65,7 @@ fn the_writer_ends_with_the_totals() {
     );
     let f = TempFile::new("small.txt", &t);
     assert_eq!(every_reader(f.path()).map(|r| r.unwrap()), [3, 3, 3]);
-    assert_eq!(source::open(f.path()).unwrap().format().as_deref(), Some("text 2"));
+    assert_eq!(source::open(f.path()).unwrap().format().as_deref(), Some("text 3"));
 }
 
 #[test]
@@ -127,4 +129,30 @@ fn whitespace_only_lines_are_ignored_and_version_1_files_read() {
     assert_eq!(every_reader(f.path()).map(|r| r.unwrap()), [2, 2, 2]);
     let fmt = source::open(f.path()).unwrap().format().unwrap();
     assert!(fmt.starts_with("text 1 (no end line: a file cut at a line boundary reads as complete"), "{fmt}");
+}
+
+#[test]
+fn syscall_results_read_in_hex_and_in_decimal() {
+    // version 3 writes hex (an error as -0x..); versions 1 and 2 wrote decimal: both read
+    let head = "#header {\"producer\":\"x\"}\nA 1 5 L 0x10 8\n";
+    let end = "#end {\"accesses\":1,\"side_events\":2,\"threads\":[{\"tid\":1,\"accesses\":1,\"instructions\":7}]}\n";
+    for (magic, brk, err) in
+        [("#xlat-text 3", "0x5000", "-0xc"), ("#xlat-text 2", "20480", "-12"), ("#xlat-text 3", "20480", "-12")]
+    {
+        let body = format!("{magic}\n{head}S 1 6 brk 0x5000 {brk}\nS 1 7 munmap 0x6000 0x1000 {err}\n{end}");
+        let f = TempFile::new("rets.txt", &body);
+        let b = read_all(f.path()).unwrap();
+        let rets: Vec<i64> = b
+            .events()
+            .filter_map(|e| match e {
+                xlat_trace::Event::Side { body: xlat_trace::SideBody::Syscall(s), .. } => Some(s.ret),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(rets, [0x5000, -12], "{magic} {brk} {err}");
+    }
+    let body = format!("#xlat-text 3\n{head}S 1 6 brk 0x5000 0xz\n{end}");
+    let f = TempFile::new("bad-ret.txt", &body);
+    let e = read_all(f.path()).unwrap_err().to_string();
+    assert!(e.contains("syscall result '0xz' is not a signed number"), "{e}");
 }
