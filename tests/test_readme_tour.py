@@ -1,15 +1,16 @@
 """The README's tour runs as written: every line of its ``sh`` block under "## A tour", in order,
-in a fresh directory that holds the checkout's ``configs/`` (the tour says to run it from the
-checkout), through this checkout's ``xlat``.
+in a fresh, empty directory (layouts and configurations are named, so no ``configs/`` is
+needed), through this checkout's ``xlat``.
 
-A line is skipped (with the reason) only when this machine lacks what it needs: root for
-``contiguity -- PROGRAM`` (pagemap frame numbers), and for ``xlat run`` on ``all-2MB.toml`` the
+A line is skipped (with the reason) only when this machine lacks what it needs: QEMU for
+``xlat trace``, root for ``contiguity -- PROGRAM`` (pagemap frame numbers), and for ``xlat run`` on ``all-2MB`` the
 2048 free 2MB huge pages, which are reserved the way the rest of the suite does it (the session's
 ``hugepages`` fixture: reserved when root, released at the end)."""
 
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -44,6 +45,8 @@ def test_the_tour_parses_and_names_its_needs():
 def _needs(line: str, request) -> str | None:
     """Why this machine cannot run ``line`` (None: it can)."""
     words = shlex.split(line)
+    if words[:2] == ["xlat", "trace"] and shutil.which("qemu-x86_64") is None:
+        return "xlat trace needs qemu-x86_64 (apt-get install qemu-user)"
     if words[:2] == ["xlat", "contiguity"] and "--" in words and os.geteuid() != 0:
         return "xlat contiguity -- PROGRAM reads /proc/kpageflags and frame numbers: needs root"
     if words[:2] == ["xlat", "run"]:
@@ -62,7 +65,6 @@ def _needs(line: str, request) -> str | None:
 
 
 def test_the_tour_runs_as_written(tmp_path, request):
-    os.symlink(ROOT / "configs", tmp_path / "configs")
     bindir = tmp_path / "bin"
     bindir.mkdir()
     # `xlat` is this checkout's CLI, run by the interpreter running the tests
