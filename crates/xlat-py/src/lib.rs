@@ -574,8 +574,9 @@ fn build_config(
 }
 
 /// Simulate `spec` under each configuration (name, TOML, overrides, layout) on up to `threads`
-/// threads (default: all cores); in configuration order, (JSON result, seconds opening the
-/// input, seconds opening and reading it, seconds in all) per configuration (`simrun`).
+/// threads (default: all cores), reading the input once for all of them when their simulators
+/// fit in memory together; in configuration order, (JSON result, seconds opening the input,
+/// seconds opening and reading it, seconds in all) per configuration (`simrun`).
 #[pyfunction]
 #[pyo3(signature = (spec, configs, threads=None, progress=false, window=None))]
 #[allow(clippy::type_complexity)]
@@ -590,13 +591,20 @@ fn simulate(
     let window = window_of(window);
     let cfgs = configs.iter().map(|(w, t, s, l)| build_config(w, t, s, l.clone())).collect::<PyResult<Vec<_>>>()?;
     let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    check_together(&cfgs, threads.min(cfgs.len()))?;
+    // Several configurations read the input once (simrun::simulate_broadcast) when all their
+    // simulators fit in memory together; else each reads it itself, `threads` at a time.
+    let broadcast = cfgs.len() > 1 && check_together(&cfgs, cfgs.len()).is_ok();
+    if !broadcast {
+        check_together(&cfgs, threads.min(cfgs.len()))?;
+    }
     let spec = spec.to_string();
     let out = py.allow_threads(move || -> Result<Vec<(String, f64, f64, f64)>, xlat_core::sim::Error> {
-        simrun::simulate_timed(&spec, &cfgs, threads, progress, window)
-            .into_iter()
-            .map(|r| r.map(|(r, t)| (r.to_json(), t.open_s, t.input_s, t.total_s)))
-            .collect()
+        let runs = if broadcast {
+            simrun::simulate_broadcast(&spec, &cfgs, threads, progress, window)?
+        } else {
+            simrun::simulate_timed(&spec, &cfgs, threads, progress, window)
+        };
+        runs.into_iter().map(|r| r.map(|(r, t)| (r.to_json(), t.open_s, t.input_s, t.total_s))).collect()
     });
     out.map_err(sim_to_py)
 }

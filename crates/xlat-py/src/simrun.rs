@@ -1,7 +1,9 @@
-//! Simulating one trace under several configurations for `xlat._native.simulate`: in parallel
-//! (as `xlat_core::simulate_many`, whose scheduling this follows), with one progress bar over
-//! all of them, and timing what each run spends opening and reading its input (decoding a trace,
-//! generating a workload) apart from the simulation itself, so that the CLI can report both.
+//! Simulating one trace under several configurations for `xlat._native.simulate`: reading the
+//! input once for all of them ([`simulate_broadcast`]) or, when their simulators do not fit in
+//! memory together, each reading it itself in parallel ([`simulate_timed`], as
+//! `xlat_core::simulate_many`, whose scheduling it follows); with one progress bar, and timing
+//! what the input costs (decoding a trace, generating a workload) apart from the simulation
+//! itself, so that the CLI can report both.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -109,6 +111,165 @@ pub fn simulate_timed(spec: &str, cfgs: &[Config], threads: usize, progress: boo
     }
     out.into_iter().map(|m| m.into_inner().expect("no poisoning").expect("every config ran")).collect()
 }
+
+/// Simulate `spec` under every configuration of `cfgs` at once, decoding the input once: the
+/// calling thread reads each batch and hands it (shared, not copied) to up to `threads` worker
+/// threads, each feeding it to its share of the simulators (configurations dealt round-robin).
+/// Every simulator sees the same batches in the same order as a run of its own, so the results
+/// are identical to [`simulate_timed`]'s; what changes is that a trace is decoded (or a workload
+/// generated) once instead of once per configuration, and that every simulator is alive for the
+/// whole run (the caller checks that they fit in memory together).
+///
+/// Timing: the input's time (opening and reading) is shared, so each configuration's `open_s`
+/// and `input_s` are that time divided by the number of configurations (their sum is the
+/// input's time, as the CLI's time line adds them up); `total_s - input_s` is the time its
+/// worker spent in its simulator. An input that cannot be opened or read is `Err`; a
+/// configuration whose simulator fails is that configuration's `Err`, and the others go on.
+pub fn simulate_broadcast(
+    spec: &str,
+    cfgs: &[Config],
+    threads: usize,
+    progress: bool,
+    window: Window,
+) -> Result<Vec<Outcome>, Error> {
+    use std::sync::mpsc::sync_channel;
+    use std::sync::Arc;
+
+    let n = cfgs.len();
+    let workers = threads.clamp(1, n.max(1));
+    let bar = progress.then(|| {
+        let b = crate::progress::bar(1, crate::progress::BAR);
+        b.set_message(format!("simulating {n} configurations, input read once"));
+        b.enable_steady_tick(std::time::Duration::from_secs(1));
+        b
+    });
+    let t0 = Instant::now();
+    // Each simulator, with the worker it belongs to and the seconds spent in it.
+    let mut sims: Vec<Slot> = Vec::with_capacity(n);
+    let mut out: Vec<Option<Outcome>> = Vec::with_capacity(n);
+    for c in cfgs {
+        match xlat_core::Simulator::new(c) {
+            Ok(mut s) => {
+                s.set_window(window);
+                sims.push(Some((s, 0.0)));
+                out.push(None);
+            }
+            Err(e) => {
+                sims.push(None);
+                out.push(Some(Err(e)));
+            }
+        }
+    }
+    let mut src = open_window(spec, false, window)?;
+    if let (Some(b), Some(total)) = (&bar, src.progress().1) {
+        b.set_length(total);
+    }
+    let open_s = t0.elapsed().as_secs_f64();
+    // Deal the simulators to the workers: worker w gets configurations w, w + workers, ...
+    let mut groups: Vec<Vec<(usize, Slot)>> = (0..workers).map(|_| Vec::new()).collect();
+    for (i, s) in sims.into_iter().enumerate() {
+        groups[i % workers].push((i, s));
+    }
+    let mut input_s = open_s;
+    let read: Result<(), xlat_trace::Error> = std::thread::scope(|scope| {
+        let mut txs = Vec::with_capacity(workers);
+        let mut handles = Vec::with_capacity(workers);
+        for group in groups.drain(..) {
+            let (tx, rx) = sync_channel::<Arc<Batch>>(4);
+            txs.push(tx);
+            handles.push(scope.spawn(move || {
+                let mut group = group;
+                let mut failed: Vec<(usize, Error)> = Vec::new();
+                for b in rx {
+                    for (i, slot) in group.iter_mut() {
+                        if let Some((sim, secs)) = slot {
+                            let t = Instant::now();
+                            let r = sim.batch(&b);
+                            *secs += t.elapsed().as_secs_f64();
+                            if let Err(e) = r {
+                                failed.push((*i, Error::from(e)));
+                                *slot = None;
+                            }
+                        }
+                    }
+                }
+                (group, failed)
+            }));
+        }
+        // Batches go round: one is reused once every worker has let go of it.
+        let mut pool: Vec<Arc<Batch>> = Vec::new();
+        let r = loop {
+            let mut b = match pool.iter().position(|a| Arc::strong_count(a) == 1) {
+                Some(k) => pool.swap_remove(k),
+                None => Arc::new(Batch::default()),
+            };
+            let t = Instant::now();
+            let more = src.next_batch(Arc::get_mut(&mut b).expect("a pooled batch is unshared"));
+            input_s += t.elapsed().as_secs_f64();
+            match more {
+                Ok(true) => {}
+                Ok(false) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+            if let Some(bar) = &bar {
+                bar.set_position(src.progress().0);
+            }
+            for tx in &txs {
+                // A worker only stops receiving when it panicked; its join below reports that.
+                let _ = tx.send(b.clone());
+            }
+            pool.push(b);
+        };
+        drop(txs);
+        for h in handles {
+            let (group, failed) = h.join().expect("a simulation worker panicked");
+            for (i, e) in failed {
+                out[i] = Some(Err(e));
+            }
+            for (i, slot) in group {
+                if let Some((sim, secs)) = slot {
+                    groups_result(&mut out, i, sim, secs, spec);
+                }
+            }
+        }
+        r
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    read?;
+    let share = 1.0 / n.max(1) as f64;
+    Ok(out
+        .into_iter()
+        .map(|o| {
+            let o = o.expect("every configuration has an outcome");
+            o.map(|(r, secs)| {
+                let t = Timing {
+                    open_s: open_s * share,
+                    input_s: input_s * share,
+                    total_s: input_s * share + secs.total_s,
+                };
+                (r, t)
+            })
+        })
+        .collect())
+}
+
+/// The outcome of simulator `sim` (configuration `i`, `secs` in it) at the end of the input:
+/// its window's error, a broken invariant, or its result (with only `total_s`, the simulation's
+/// seconds, filled in; [`simulate_broadcast`] adds the shares of the input's time).
+fn groups_result(out: &mut [Option<Outcome>], i: usize, sim: xlat_core::Simulator, secs: f64, spec: &str) {
+    out[i] = Some(if let Some(e) = sim.window_error() {
+        Err(Error::Window(e))
+    } else if let Err(e) = sim.check_invariants() {
+        Err(Error::Invariant(e))
+    } else {
+        Ok((sim.result(spec), Timing { open_s: 0.0, input_s: 0.0, total_s: secs }))
+    });
+}
+
+/// A simulator of [`simulate_broadcast`] and the seconds spent in it; None once it failed.
+type Slot = Option<(xlat_core::Simulator, f64)>;
 
 /// One configuration's outcome in [`simulate_shared`]: the result as JSON, or why it failed.
 pub type SharedOutcome = Result<String, String>;
