@@ -45,7 +45,7 @@ test: lint test-rust test-python
 wheel: setup
 	$(STEP_START)
 	@rm -f dist/xlat-*.whl
-	$(VENV)/bin/maturin build --profile $${XLAT_PROFILE:-dist} --out dist
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin build --profile $${XLAT_PROFILE:-dist} --interpreter $(PY) --out dist
 	@ls -l dist/xlat-*.whl
 	$(STEP_END)
 

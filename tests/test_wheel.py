@@ -78,9 +78,12 @@ def installed(tmp_path_factory) -> Installed:
     base = tmp_path_factory.mktemp("wheel")
     t0 = time.monotonic()
     dist = base / "dist"
+    # This interpreter and its virtualenv, as scripts/setup.sh's `maturin develop` had: PyO3's
+    # build sees the same Python, so Cargo reuses the extension's build instead of redoing it.
     r = subprocess.run(
-        [str(MATURIN), "build", "--profile", PROFILE, "--out", str(dist)],
+        [str(MATURIN), "build", "--profile", PROFILE, "--interpreter", sys.executable, "--out", str(dist)],
         cwd=ROOT,
+        env={**os.environ, "VIRTUAL_ENV": str(Path(sys.executable).parent.parent)},
         capture_output=True,
         text=True,
     )
