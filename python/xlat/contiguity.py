@@ -1,6 +1,6 @@
 """Address contiguity of live processes: how few range translations could map their memory.
 
-The method of seed 000 (Basu's thesis), Section 4.2 "Abundance of address contiguity" and
+The method of Karakostas 2016, Section 4.2 "Abundance of address contiguity" and
 Tables 4.2 and 4.7: scan a process's page table, find the maximal *ranges* of virtually
 contiguous pages backed by physically contiguous frames with the same permissions, and count how
 many ranges (largest first) cover the process's memory.
@@ -81,8 +81,8 @@ KPF_HUGE = 17
 KPF_THP = 22
 KPF_ZERO_PAGE = 24
 
-DEFAULT_THRESHOLD = 8  # seed 000 Sections 4.5 and 4.7: a contiguity threshold of 8 pages (32 KB)
-COVER = 0.99  # seed 000 Table 4.2: ranges that map 99% of the application's memory
+DEFAULT_THRESHOLD = 8  # Karakostas 2016, Sections 4.5 and 4.7: a contiguity threshold of 8 pages (32 KB)
+COVER = 0.99  # Karakostas 2016, Table 4.2: ranges that map 99% of the application's memory
 HUGE_PAGES = (262144, 512)  # 1GB and 2MB, in 4KB pages (x86-64)
 CHUNK = 1 << 18  # pagemap entries read at once (2 MiB of entries, 1 GiB of address space)
 

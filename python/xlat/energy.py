@@ -1,4 +1,4 @@
-"""Energy of address translation (thesis ``seeds/000`` chapter 5, Tables 5.2 and 5.3), computed
+"""Energy of address translation (Karakostas 2016, chapter 5, Tables 5.2 and 5.3), computed
 from a simulation's counters.
 
 An *energy set* (``configs/energy/*.toml``, default ``cacti-32nm`` = Table 5.2) gives, per

@@ -1,5 +1,6 @@
-"""Metadata fidelity (PRISM, seed 004 Section 3): how well G access/dirty bits per 2MB page
-approximate the 512 bits of its 4KB pages, per epoch, from any trace or workload.
+"""Metadata fidelity (PRISM, Ausavarungnirun et al. 2020, Section 3): how well G access/dirty
+bits per 2MB page approximate the 512 bits of its 4KB pages, per epoch, from any trace or
+workload.
 
 The work is one pass in Rust (``xlat_core::analysis::fidelity``); this module passes the
 options, and turns the result into tables and plots. ``docs/prism.md`` defines every figure.
@@ -16,11 +17,11 @@ from xlat import _native
 
 __all__ = ["DEFAULT_EPOCH", "DEFAULT_SCALES", "GRANULARITIES", "FidelityResult", "analyze", "plot_loss"]
 
-#: Instructions per epoch: "An epoch is a period of 100 million retired instructions" (seed 004
-#: Section 3.1).
+#: Instructions per epoch: "An epoch is a period of 100 million retired instructions" (Ausavarungnirun
+#: et al. 2020, Section 3.1).
 DEFAULT_EPOCH = 100_000_000
 #: Window lengths of the spatial/temporal study, in epochs: Figure 3's 100 ms base and 200 ms to
-#: 12.8 s (seed 004 Section 3.1).
+#: 12.8 s (Ausavarungnirun et al. 2020, Section 3.1).
 DEFAULT_SCALES = (1, 2, 4, 8, 16, 32, 64, 128)
 #: Bits per 2MB page: 1 (THP) to 512 (4KB pages).
 GRANULARITIES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)

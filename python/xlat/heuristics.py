@@ -1,4 +1,4 @@
-"""Layout-exploration heuristics of the partial-simulation paper (``seeds/002``, Section VI-B).
+"""Layout-exploration heuristics of the partial-simulation paper (Agbarya et al. 2020, Section VI-B).
 
 Each heuristic produces ``n + 1`` layouts of one pool whose single window of 2MB pages varies, so
 that the layouts spread over the (H, M, C) space:

@@ -1,4 +1,4 @@
-"""The analytical model of TLB miss handling of Bala's thesis, chapter 5 (``seeds/001``).
+"""The analytical model of TLB miss handling of Bala's thesis (1995), chapter 5.
 
 Runtime in cycles (equation 5.1), with the application and the OS merged into one component A::
 

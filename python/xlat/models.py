@@ -1,6 +1,6 @@
 """Runtime models R = f(H, M, C) and the analytical models of the reference documents.
 
-Inputs follow the partial-simulation paper (Agbarya et al., ``seeds/002``): for each memory
+Inputs follow the partial-simulation paper (Agbarya et al. 2020): for each memory
 layout of a workload, ``H`` = L2-TLB hits, ``M`` = L2-TLB misses, ``C`` = cycles spent walking
 page tables, and ``R`` = runtime in cycles. ``X`` is an ``(n, 3)`` array in the column order
 ``(H, M, C)`` or a DataFrame with columns ``H``, ``M``, ``C``.
@@ -329,7 +329,7 @@ def single_input_r2(X: Any, y: Any) -> dict[str, float]:
     return out
 
 
-# --- analytical models of the thesis (seeds/000) --------------------------------------------
+# --- analytical models of Karakostas's thesis (2016) -----------------------------------------
 
 
 def expected_cycles_2m(total_cycles_4k: float, tlb_cycles_4k: float, tlb_cycles_2m: float) -> float:
@@ -338,7 +338,7 @@ def expected_cycles_2m(total_cycles_4k: float, tlb_cycles_4k: float, tlb_cycles_
 
 
 #: Cycles per page walk that hits the MMU caches and needs one PTE load hitting L1, L2 or the
-#: LLC, measured with microbenchmarks in the thesis (Section 3.5.2).
+#: LLC, measured with microbenchmarks in Karakostas 2016 (Section 3.5.2).
 PERFECT_MMU_CYCLES = {"L1": 12, "L2": 20, "LLC": 43}
 
 
@@ -383,9 +383,10 @@ def lite_tlb_cycles(
 
 
 #: Load latencies (cycles) of L1, L2, L3 and memory weighing page-walk loads in PRISM's model,
-#: "an approximation of recent Intel CPUs" (seed 004 Section 5, Table 4).
+#: "an approximation of recent Intel CPUs" (Ausavarungnirun et al. 2020, Section 5, Table 4).
 PRISM_LATENCIES = (3, 11, 40, 200)
-#: Bits of an MRE the update model assumes set per 2MB page and epoch (seed 004 Section 5).
+#: Bits of an MRE the update model assumes set per 2MB page and epoch (Ausavarungnirun et al.
+#: 2020, Section 5).
 PRISM_MRE_LEN = 64
 
 
@@ -398,9 +399,9 @@ def prism_overhead(
     mre_len: int = PRISM_MRE_LEN,
     latencies: tuple[float, float, float, float] = PRISM_LATENCIES,
 ) -> dict[str, float]:
-    """Table 4 (seed 004): the cost of PRISM's metadata registry. ``pw_loads`` are the page-walk
-    loads served by L1, L2, L3 and memory; MRE_access is their latency-weighted mean,
-    C_MREload = M_2MB x MRE_access, C_MREupdate = E x P_2MB x MRE_access x 2 x MRE_len, and the
+    """Table 4 (Ausavarungnirun et al. 2020): the cost of PRISM's metadata registry. ``pw_loads``
+    are the page-walk loads served by L1, L2, L3 and memory; MRE_access is their latency-weighted
+    mean, C_MREload = M_2MB x MRE_access, C_MREupdate = E x P_2MB x MRE_access x 2 x MRE_len, and the
     overheads are fractions of ``total_cycles`` (O(MRE load), O(+MRE update))."""
     _need(
         len(pw_loads) == 4 and len(latencies) == 4, "pw_loads and latencies need 4 values: L1, L2, L3, memory"

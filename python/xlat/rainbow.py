@@ -1,4 +1,4 @@
-"""Rainbow (seed 003) and its four baselines on one trace: the five configurations of
+"""Rainbow (Wang et al. 2018) and its four baselines on one trace: the five configurations of
 ``configs/rainbow/`` (Flat-static, HSCC-4KB-mig, HSCC-2MB-mig, Rainbow, DRAM-only with 2MB
 pages), run side by side, and the figures the paper compares: TLB misses per kilo-instruction,
 the share of cycles in translation and its parts, IPC, migration traffic against the footprint,
@@ -164,7 +164,7 @@ def _row(name: str, r: SimResult) -> dict[str, Any]:
             row[f"case{i}"] = c[f"rainbow.case{i}_{n}"]
         row["remaps"] = c["rainbow.remaps"]
         row["stale_remaps"] = c["rainbow.stale_remaps"]
-        # DRAM copies made, and those a translation ever reached (seed 003 caches hot pages: a
+        # DRAM copies made, and those a translation ever reached (Rainbow caches hot pages: a
         # copy never read again cost its migration for nothing).
         row["copies_made"] = c["rainbow.copies_made"]
         row["copies_used"] = c["rainbow.copies_used"]

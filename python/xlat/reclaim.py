@@ -1,6 +1,7 @@
-"""Eviction under memory pressure with access/dirty bits at G bits per 2MB page (PRISM, seed 004
-Section 6.5): physical memory set to a fraction of the footprint, a CLOCK reclaim policy that sees
-one accessed and one dirty bit per 2MB/G chunk and evicts whole chunks, on any trace.
+"""Eviction under memory pressure with access/dirty bits at G bits per 2MB page (PRISM,
+Ausavarungnirun et al. 2020, Section 6.5): physical memory set to a fraction of the footprint,
+a CLOCK reclaim policy that sees one accessed and one dirty bit per 2MB/G chunk and evicts
+whole chunks, on any trace.
 
 The work is two passes in Rust (``xlat_core::analysis::reclaim``: the footprint, then one engine
 per G); this module passes the options and turns the result into tables. ``docs/prism.md``
@@ -27,11 +28,12 @@ __all__ = [
     "analyze",
 ]
 
-#: "we configure the GPU memory to 90% of its application's memory footprint" (seed 004 Section 5).
+#: "we configure the GPU memory to 90% of its application's memory footprint" (Ausavarungnirun
+#: et al. 2020, Section 5).
 DEFAULT_FRACTION = 0.9
 #: Figure 10's metadata granularities: 1 bit (THP), PRISM 8 and 32 bits, 512 (4KB mappings).
 DEFAULT_GRANULARITIES = (1, 8, 32, 512)
-#: Accessed bits cleared once per 100M instructions (seed 004 Section 2, Figure 1).
+#: Accessed bits cleared once per 100M instructions (Ausavarungnirun et al. 2020, Section 2, Figure 1).
 DEFAULT_EPOCH = 100_000_000
 #: Median swap-in fault, "50% of the swap fault is under 20us" (linux-mm, Chris Li, 2023-12-21).
 DEFAULT_FAULT_US = 20.0

@@ -1,6 +1,6 @@
-"""Redundant Memory Mappings (RMM, seed 000 chapter 4) as configurations of the one simulator,
-and their evaluation: which share of the page walks the range TLB removes, the Table 4.5
-performance model beside xlat's additive estimate, and the contiguity of the simulated memory
+"""Redundant Memory Mappings (RMM, Karakostas 2016, chapter 4) as configurations of the one
+simulator, and their evaluation: which share of the page walks the range TLB removes, the
+Table 4.5 performance model beside xlat's additive estimate, and the contiguity of the simulated memory
 under demand paging with THP and under eager paging (Tables 4.2 and 4.7).
 
 RMM is not a separate simulator: it is eager paging (``os.allocation = "eager"``), a range

@@ -211,7 +211,7 @@ class SimResult:
         return json.dumps(self.data, indent=2, sort_keys=True)
 
     def energy(self, set: Any = None, walk_loads: str = "l1", l1_lookups: str = "masked"):
-        """Energy of this run under an energy set (default: thesis Table 5.2's); see
+        """Energy of this run under an energy set (default: Karakostas 2016, Table 5.2); see
         :func:`xlat.energy.energy` and ``docs/lite.md``."""
         from xlat.energy import energy
 

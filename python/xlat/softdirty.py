@@ -1,7 +1,7 @@
-"""Live dirty-bit fidelity of a real process (PRISM, seed 004 Section 3) from the kernel's
-soft-dirty bits: every interval, write ``4`` to ``/proc/PID/clear_refs`` (clear the soft-dirty
-bits), wait, then read bit 55 (soft-dirty) of every present page's entry in
-``/proc/PID/pagemap``. Each 2MB region's 512 bits are then approximated by G bits, as
+"""Live dirty-bit fidelity of a real process (PRISM, Ausavarungnirun et al. 2020, Section 3)
+from the kernel's soft-dirty bits: every interval, write ``4`` to ``/proc/PID/clear_refs``
+(clear the soft-dirty bits), wait, then read bit 55 (soft-dirty) of every present page's entry
+in ``/proc/PID/pagemap``. Each 2MB region's 512 bits are then approximated by G bits, as
 :mod:`xlat.fidelity` does for traces.
 
 Soft-dirty needs a kernel built with ``CONFIG_MEM_SOFT_DIRTY``; :func:`support` checks it on

@@ -1,5 +1,6 @@
-"""Seed 003's Observation 1 on any trace: how many 4KB pages of each 2MB superpage a program
-touches per interval (the CDF of Figure 1), and the same counts in the buckets of Table II.
+"""Observation 1 of Rainbow (Wang et al. 2018) on any trace: how many 4KB pages of each 2MB
+superpage a program touches per interval (the CDF of Figure 1), and the same counts in the
+buckets of Table II.
 
 The work is one pass in Rust (``xlat_core::analysis::touch``: a 512-bit map per 2MB-aligned
 virtual region per interval); this module passes the interval, turns the histogram into the
@@ -17,7 +18,7 @@ from xlat import _native
 
 __all__ = ["BUCKETS", "DEFAULT_INTERVAL", "TouchResult", "analyze", "plot_cdf"]
 
-#: Instructions per interval: seed 003 samples every 10^8 cycles (section III-C), taken as
+#: Instructions per interval: Rainbow (Wang et al. 2018) samples every 10^8 cycles (section III-C), taken as
 #: 10^8 instructions (one cycle per instruction).
 DEFAULT_INTERVAL = 100_000_000
 #: Table II's ranges of 4KB pages per superpage.

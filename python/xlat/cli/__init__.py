@@ -39,9 +39,9 @@ examples (quote workload specs: & and ? are special to the shell):
   xlat sim bfs.xlat --skip 1M --warmup 1M --limit 10M   # a window of the trace (docs/windows.md)
   xlat cut bfs.xlat part.xlat --skip 1M --limit 10M     # ... written as a trace of its own
 
-"seed 000" ... "seed 004" in help texts and docs are the reference documents: docs/references.md
-(Karakostas 2016, Bala 1995, Agbarya et al. MICRO 2020, Wang et al. Rainbow, Ausavarungnirun et
-al. PRISM, PACT 2020).
+Help texts and docs cite the reference documents by author and year: Karakostas 2016 (RMM,
+Lite), Bala 1995 (Mach), Agbarya et al. 2020 (partial simulation), Wang et al. 2018 (Rainbow),
+Ausavarungnirun et al. 2020 (PRISM); docs/references.md gives their full citations.
 """
 
 
@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.register_export(sub)  # export champsim
     experiment.register(sub)  # experiment mosmodel (real runs against simulated metrics)
     contiguity.register(sub)  # contiguity (ranges in live processes' page tables)
-    model.register(sub, common)  # model mach (seed 001 chapter 5)
+    model.register(sub, common)  # model mach (Bala 1995, chapter 5)
     config.register(sub, common)  # config list / show: presets and effective configurations
     return p
 

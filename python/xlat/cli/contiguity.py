@@ -1,11 +1,11 @@
 """``xlat contiguity``: how few ranges (contiguous virtual pages on contiguous frames) map a live
-process's memory, as seed 000 Section 4.2 measures it (:mod:`xlat.contiguity`).
+process's memory, as Karakostas 2016 (Section 4.2) measures it (:mod:`xlat.contiguity`).
 
     xlat contiguity --pid PID [--interval S --samples N] [--json] [--plot F.png]
     xlat contiguity [--interval S] [--samples N] [--json] [--plot F.png] -- PROGRAM ARGS...
     xlat contiguity [--cpu PRESET] [--every INSTRUCTIONS] [--json] [--plot F.png] TRACE
                                      (the simulated memory of a trace under demand paging with
-                                     THP and under eager paging, seed 000 Table 4.7)
+                                     THP and under eager paging, Karakostas 2016, Table 4.7)
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # xlat.contiguity (and numpy with it) is imported when the command runs, not when `xlat --help`
 # builds the parser; tests/test_cli_stumbles.py checks that this equals its DEFAULT_THRESHOLD.
-DEFAULT_THRESHOLD = 8  # seed 000 Sections 4.5 and 4.7: a contiguity threshold of 8 pages
+DEFAULT_THRESHOLD = 8  # Karakostas 2016, Sections 4.5 and 4.7: a contiguity threshold of 8 pages
 
 
 def _positive_float(text: str) -> float:
@@ -255,7 +255,7 @@ def cmd_contiguity(args: argparse.Namespace) -> int:
 def register(subparsers: Any, common: argparse.ArgumentParser | None = None) -> None:
     p = subparsers.add_parser(
         "contiguity",
-        help="how few ranges of contiguous pages map a live process's memory (RMM, Table 4.2)",
+        help="how few ranges of contiguous pages map a live process's memory (RMM: Karakostas 2016, Table 4.2)",
         description="Scan a live process's page table (/proc/PID/pagemap and /proc/kpageflags, root "
         "needed) and measure ranges: runs of virtually contiguous pages, of one VMA, on physically "
         "contiguous frames. Reports translation entries with huge pages, ranges, ranges mapping 99% "
@@ -298,7 +298,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser | None = None) -> 
         type=_positive_int,
         default=DEFAULT_THRESHOLD,
         metavar="PAGES",
-        help=f"smallest range worth a range translation (default {DEFAULT_THRESHOLD}, Karakostas 2016, seed 000, Section 4.7)",
+        help=f"smallest range worth a range translation (default {DEFAULT_THRESHOLD}, Karakostas 2016, Section 4.7)",
     )
     p.add_argument(
         "--every",

@@ -163,7 +163,7 @@ def register(sub: Any) -> None:
         "--layouts",
         choices=LAYOUT_SETS,
         default="quick",
-        help="quick: growing + random + sliding at 50%% (27 for n=8); paper: the paper's 54",
+        help="quick: growing + random + sliding at 50%% (27 for n=8); paper: the 54 of Agbarya et al. 2020",
     )
     s.add_argument("-n", type=int, default=8, help="steps of each heuristic (default 8)")
     s.add_argument("--seed", type=int, default=0, help="seed of the random-window layouts and the CV folds")
@@ -238,7 +238,7 @@ def register(sub: Any) -> None:
     p = esub.add_parser(
         "predict",
         help="partial simulation: a design's runtime from its simulated H, M, C and a model fitted on real runs",
-        description="Seed 002's partial simulation. The experiment directory's program is simulated under the "
+        description="Partial simulation (Agbarya et al. 2020). The experiment directory's program is simulated under the "
         "design (--set/--config, on the experiment's trace, pools at their traced addresses), or a saved "
         "result is read (--result); the model (default Mosmodel) fitted on the directory's real layouts "
         "predicts its runtime, with the speed-up over the measured all-4KB layout and the model's error on "

@@ -1,5 +1,5 @@
 """``xlat fidelity``: how well G access/dirty bits per 2MB page approximate the 4KB bits
-(PRISM, seed 004 Section 3), per epoch, on one trace or workload."""
+(PRISM, Ausavarungnirun et al. 2020, Section 3), per epoch, on one trace or workload."""
 
 from __future__ import annotations
 
@@ -186,7 +186,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "2MB page (each the OR of 512/G 4KB bits), G = 1, 2, 4, ..., 512: the mean and standard "
         "deviation of the fraction of 4KB bits the G bits get wrong, and the entropy (log2 of the "
         "distinct bit vectors); then the spatial and temporal loss of bits accumulated over longer "
-        "windows (Ausavarungnirun et al., PRISM, PACT 2020, seed 004, Section 3). See docs/prism.md.",
+        "windows (PRISM: Ausavarungnirun et al. 2020, Section 3). See docs/prism.md.",
     )
     s.add_argument(
         "trace",
@@ -218,7 +218,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--epoch",
         type=int_arg,
         metavar="N",
-        help="instructions per epoch (default 100,000,000: the PRISM paper, seed 004, Section 3.1)",
+        help="instructions per epoch (default 100,000,000: Ausavarungnirun et al. 2020 (PRISM), Section 3.1)",
     )
     s.add_argument(
         "--epochs",

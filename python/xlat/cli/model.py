@@ -1,4 +1,4 @@
-"""``xlat model mach``: the analytical model of TLB miss handling of Bala's thesis (seed 001,
+"""``xlat model mach``: the analytical model of TLB miss handling of Bala's thesis (1995,
 chapter 5) from a run's counts, or the chapter's own numbers from its own inputs
 (``--document``)."""
 
@@ -23,7 +23,7 @@ def cmd_mach(args: argparse.Namespace) -> int:
         emit_json(args.json, {"document": doc, "inputs": mm.DOC}, kind="model mach document")
         if not to_stdout(args):
             print(
-                "Chapter 5 from the document's own inputs (S_T = 0.5, I_A = 0.5 R, I_T = 0.06 R, M_T = 0.07, M_A = 0.02):"
+                "Bala 1995, chapter 5, from its own inputs (S_T = 0.5, I_A = 0.5 R, I_T = 0.06 R, M_T = 0.07, M_A = 0.02):"
             )
             print(table([(k, f"{v:.5g}") for k, v in doc.items()]))
         return 0
@@ -98,15 +98,15 @@ def cmd_mach(args: argparse.Namespace) -> int:
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     m = sub.add_parser(
         "model",
-        help="analytical models of the reference documents (mach: Bala 1995, seed 001, chapter 5)",
+        help="analytical models of the reference documents (mach: Bala 1995, chapter 5)",
         description="Analytical models of the reference documents.",
     )
     msub = m.add_subparsers(dest="model", metavar="MODEL", required=True)
     s = msub.add_parser(
         "mach",
         parents=[common],
-        help="TLB handling time on faster processors (Bala, chapter 5)",
-        description="R = I_A(1 + M_A T_C) + I_T(1 + M_T T_C) (eq. 5.1), the time in TLB handling, the "
+        help="TLB handling time on faster processors (Bala 1995, chapter 5)",
+        description="The analytical model of Bala 1995, chapter 5: R = I_A(1 + M_A T_C) + I_T(1 + M_T T_C) (eq. 5.1), the time in TLB handling, the "
         "runtime a scheme saves (delta, eq. 5.2) and its change on faster processors (eqs. 5.7, 5.11) "
         "from a run's counters (docs/mach-benchmark.md lists the counter names), or the chapter's own "
         "numbers (--document).",
@@ -121,7 +121,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         choices=("counted", "document"),
         default="counted",
         help="TLB time into handler instructions and misses: counted (the machine's modelled misses; the "
-        "rest of each handler's cost as instructions) or document (section 5.4: I_T half the TLB time, "
+        "rest of each handler's cost as instructions) or document (Bala 1995, section 5.4: I_T half the TLB time, "
         "M_T = 1/T_C)",
     )
     s.add_argument(
@@ -140,6 +140,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="cache miss time of the run (default 24, the R3000)",
     )
     s.add_argument("--plot", metavar="PNG", help="plot delta and the TLB time against T_C")
-    s.add_argument("--document", action="store_true", help="the chapter's numbers from the document's inputs")
+    s.add_argument("--document", action="store_true", help="Bala 1995, chapter 5, from its own inputs")
     add_json_flag(s, "the model's figures")
     s.set_defaults(func=cmd_mach, parser=s)

@@ -1,4 +1,4 @@
-"""``xlat rainbow``: Rainbow (seed 003) and its four baselines on one trace: TLB misses, the
+"""``xlat rainbow``: Rainbow (Wang et al. 2018) and its four baselines on one trace: TLB misses, the
 share of cycles in translation and its parts, IPC, migration traffic against the footprint, and
 memory energy, one column per configuration (``configs/rainbow/``)."""
 
@@ -87,7 +87,7 @@ def cmd_rainbow(args: argparse.Namespace) -> int:
         print(
             f"xlat: warning: DRAM ({human_bytes(sizes['dram'])}) is larger than NVM "
             f"({human_bytes(sizes['nvm'])}): Rainbow and HSCC take NVM as the large, slow tier and DRAM "
-            "as its cache (the Rainbow paper, Wang et al., seed 003: 4 GB of DRAM, 32 GB of NVM); running anyway",
+            "as its cache (the Rainbow paper, Wang et al. 2018: 4 GB of DRAM, 32 GB of NVM); running anyway",
             file=sys.stderr,
         )
     with still_running(
@@ -129,7 +129,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="Rainbow (hybrid DRAM/NVM with superpages) against its four baselines",
         description="Simulate a trace (or workload) under the five configurations of "
         "configs/rainbow (Flat-static, HSCC-4KB-mig, HSCC-2MB-mig, Rainbow, DRAM-only with 2MB "
-        "pages; the Rainbow paper, Wang et al., seed 003, section IV-A) and print, per configuration, TLB misses per "
+        "pages; the Rainbow paper, Wang et al. 2018, section IV-A) and print, per configuration, TLB misses per "
         "kilo-instruction, the share of cycles in translation and its parts, IPC (also against "
         "Flat-static and HSCC-4KB-mig), migration traffic against the footprint and memory "
         "energy. See docs/rainbow.md.",
@@ -138,7 +138,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--dram",
         metavar="SIZE",
-        help="scale the hybrid configurations' DRAM (e.g. 256MiB; default 4GiB as in the paper); "
+        help="scale the hybrid configurations' DRAM (e.g. 256MiB; default 4GiB as in Wang et al. 2018); "
         "DRAM-only's DRAM becomes DRAM + NVM, and a scaled DRAM keeps its static power per byte",
     )
     s.add_argument("--nvm", metavar="SIZE", help="scale the hybrid configurations' NVM (default 32GiB)")

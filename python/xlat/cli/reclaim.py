@@ -1,5 +1,5 @@
 """``xlat reclaim``: eviction under memory pressure with access/dirty bits at G bits per 2MB
-page (PRISM, seed 004 Section 6.5), on one trace or workload."""
+page (PRISM, Ausavarungnirun et al. 2020, Section 6.5), on one trace or workload."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "per granularity G: a CLOCK reclaim policy sees one accessed and one dirty bit per 2MB/G "
         "chunk (accessed bits cleared every epoch) and evicts whole chunks, writing back dirty "
         "ones and dropping clean ones. Reports faults, refaults, bytes written back and read in, "
-        "and a paging-time estimate. The paper's study (Ausavarungnirun et al., PRISM, seed 004, Section 6.5) is GPU demand "
+        "and a paging-time estimate. The PRISM paper's study (Ausavarungnirun et al. 2020, Section 6.5) is GPU demand "
         "paging; this runs it on CPU traces. See docs/prism.md.",
     )
     s.add_argument(
@@ -122,7 +122,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--fraction",
         type=_float,
         metavar="F",
-        help="physical memory as a share of the footprint, above 0 and at most 1 (default 0.9: the PRISM paper, seed 004, Section 5)",
+        help="physical memory as a share of the footprint, above 0 and at most 1 (default 0.9: Ausavarungnirun et al. 2020 (PRISM), Section 5)",
     )
     s.add_argument(
         "--granularity",

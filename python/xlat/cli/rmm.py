@@ -1,4 +1,4 @@
-"""``xlat rmm``: Redundant Memory Mappings (seed 000 chapter 4) against its baselines on one
+"""``xlat rmm``: Redundant Memory Mappings (Karakostas 2016, chapter 4) against its baselines on one
 trace: page walks, the share the range TLB removes, the Table 4.5 overheads beside xlat's
 additive estimate, and the contiguity of the simulated memory (Table 4.7)."""
 
@@ -104,7 +104,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="Redundant Memory Mappings against 4KB and THP paging on one trace",
         description="Simulate a trace under 4KB demand paging, THP and RMM (eager paging, range "
-        "table, a 32-entry range TLB beside the L2 TLB; Karakostas 2016, seed 000, chapter 4) and print page walks, "
+        "table, a 32-entry range TLB beside the L2 TLB; Karakostas 2016, chapter 4) and print page walks, "
         "the share of walks the range TLB removes, the Table 4.5 overheads beside xlat's additive "
         "estimate, and the contiguity of the memory at the end (ranges, coverage, sizes).",
     )

@@ -134,8 +134,8 @@ TIME_NOTE = (
 
 
 ENERGY_TIME_NOTE = (
-    "Table 5.3 TLB-miss cycles: the formula of Karakostas's thesis (2016, seed 000) (7 cycles per L1-TLB miss, 50 per L2-TLB miss), "
-    "for comparing with the thesis's tables; additive TLB-miss cycles: this run's simulated L2-TLB "
+    "Table 5.3 TLB-miss cycles: the formula of Karakostas 2016 (7 cycles per L1-TLB miss, 50 per L2-TLB miss), "
+    "for comparing with its tables; additive TLB-miss cycles: this run's simulated L2-TLB "
     'hit and walk cycles. Neither is a runtime: for that, turn on time.model = "overlap" '
     "(docs/time-model.md)."
 )
@@ -158,7 +158,7 @@ def add_mach_rows(add, fmt) -> None:
 
 
 def mach_runtime(r) -> float:
-    """Seed 001 chapter 5's runtime (equation 5.1) from the run's counters: the additive estimate
+    """The runtime of Bala 1995, chapter 5 (equation 5.1) from the run's counters: the additive estimate
     plus the cache-miss time of the trace's own accesses (T_C cycles each); 0 when the counters
     do not give its inputs."""
     from xlat import mach_model as mm
@@ -362,14 +362,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         nargs="?",
         const="cacti-32nm",
         metavar="SET",
-        help="add the energy of address translation (thesis Table 5.3) under an energy set: a name in "
+        help="add the energy of address translation (Karakostas 2016, Table 5.3) under an energy set: a name in "
         "configs/energy or a TOML file (default: cacti-32nm, Table 5.2); docs/lite.md",
     )
     s.add_argument(
         "--walk-energy",
         choices=("l1", "levels"),
         default="l1",
-        help="charge page-walk loads as L1 data-cache reads (l1, the choice of Karakostas's thesis, seed 000) or at every cache "
+        help="charge page-walk loads as L1 data-cache reads (l1, the choice of Karakostas 2016) or at every cache "
         "level they looked up (levels; the set needs those levels)",
     )
     s.add_argument(

@@ -1,5 +1,5 @@
-"""``xlat superpage-touch``: seed 003's Observation 1 (touched 4KB pages per 2MB superpage per
-interval, Figure 1's CDF and Table II's ranges) on one trace or workload."""
+"""``xlat superpage-touch``: Observation 1 of Wang et al. 2018 (Rainbow), touched 4KB pages per 2MB
+superpage per interval (Figure 1's CDF and Table II's ranges), on one trace or workload."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="touched 4KB pages per 2MB superpage per interval (Rainbow's Observation 1)",
         description="Read a trace (or workload) once and count, per interval of N instructions, the "
         "4KB pages touched in every 2MB-aligned virtual region (a superpage under THP): the CDF over "
-        "(superpage, interval) pairs is Figure 1 of the Rainbow paper (Wang et al., seed 003), the shares in 1-32, 33-64, ..., "
+        "(superpage, interval) pairs is Figure 1 of the Rainbow paper (Wang et al. 2018), the shares in 1-32, 33-64, ..., "
         "385-512 pages its Table II's ranges. Regions of all address spaces are counted together "
         "(for single-process traces). See docs/rainbow.md.",
     )
@@ -65,7 +65,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--interval",
         type=int_arg,
         metavar="N",
-        help="instructions per interval (default 100,000,000: the Rainbow paper's (seed 003) 10^8 cycles at one cycle per instruction)",
+        help="instructions per interval (default 100,000,000: the 10^8-cycle interval of Wang et al. 2018 (Rainbow) at one cycle per instruction)",
     )
     s.add_argument("--plot", metavar="PNG", help="write the CDF to this PNG file")
     add_json_flag(s, "the histogram, CDF and ranges")

@@ -1,5 +1,5 @@
-"""Partial simulation (seed 002, Section III): the runtime of a design that cannot run on this
-machine, predicted from its simulated H, M, C by a model fitted on real runs of the same program
+"""Partial simulation (Agbarya et al. 2020, Section III): the runtime of a design that cannot
+run on this machine, predicted from its simulated H, M, C by a model fitted on real runs of the same program
 under many layouts (``xlat experiment predict``).
 
 The experiment directory (``xlat experiment mosmodel``) holds the program's trace, its layouts'

@@ -16,7 +16,7 @@ _ESTIMATOR = {"median": "median", "min": "min", "drift": "drift-corrected median
 
 def plot(df, fitted: dict[str, Any], path: Path, title: str) -> None:
     """Runtime against walk cycles, one panel per model: measured points and the model's
-    prediction at every layout (joined in order of C), like Figures 3 and 10 of seeds/002."""
+    prediction at every layout (joined in order of C), like Figures 3 and 10 of Agbarya et al. 2020."""
     from xlat._optional import need_pyplot
 
     plt = need_pyplot()
