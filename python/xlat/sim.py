@@ -148,13 +148,28 @@ def _toml_value(text: str) -> Any:
         return text
 
 
+def _inline_toml(v: Any) -> str:
+    """A value of ``set={...}`` as inline TOML: ``true``, ``3072``, ``["4KB", "2MB"]``, and a
+    mapping as an inline table (``{"tlb.l2x": {"level": 2, ...}}`` adds a structure)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)  # a TOML basic string
+    if isinstance(v, Mapping):
+        return "{" + ", ".join(f"{k} = {_inline_toml(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_inline_toml(x) for x in v) + "]"
+    raise ConfigError(f"set= cannot give the value {v!r} ({type(v).__name__}) in a configuration.")
+
+
 def _overrides(s: Any) -> list[str]:
     """``set=`` as ``key=value`` strings: one string, a sequence of them, or a mapping."""
     if isinstance(s, str):
         return [s]
     if isinstance(s, Mapping):
-        text = {True: "true", False: "false"}
-        return [f"{k}={text[v] if isinstance(v, bool) else v}" for k, v in s.items()]
+        return [f"{k}={v if isinstance(v, str) else _inline_toml(v)}" for k, v in s.items()]
     if isinstance(s, Iterable) and all(isinstance(x, str) for x in s):
         return list(s)
     raise ConfigError(

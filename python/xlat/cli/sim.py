@@ -346,7 +346,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="[NAME:]KEY=VALUE",
         help="override a configuration field, e.g. tlb.stlb.entries=2048 or os.policy=thp, in every "
         "configuration, or with NAME: (a --cpu preset or --config file name) in that one only, e.g. "
-        "zen4:tlb.l2d.entries=4096; repeatable (docs/config.md)",
+        "zen4:tlb.l2d.entries=4096; a whole structure takes an inline table, to add one "
+        "('tlb.l3={level = 3, entries = 8192, ...}') or remove one ('tlb.l1i-2m={remove = true}'); "
+        "repeatable (docs/config.md)",
     )
     s.add_argument(
         "--policies", metavar="LIST", help="run each configuration with these page policies: 4k,thp"

@@ -129,8 +129,11 @@ fn merge(what: &str, base: &mut toml::Table, over: toml::Table) -> Result<()> {
 
 /// Apply one `key=value` override to a configuration table. Keys are dotted paths; arrays of
 /// named tables (`tlb`, `psc`, `cache`, `range_tlb`, `memory.kinds`) are indexed by name:
-/// `tlb.l2.entries=2048`. The value is
-/// read as TOML (`2048`, `true`, `"lru"`), or as a string when that fails (`os.policy=thp`).
+/// `tlb.l2.entries=2048`. A whole entry takes an inline table: `tlb.l2x={level = 2, entries =
+/// 64, ways = 4, page_sizes = ["4KB"]}` adds the structure `l2x` (or, when it exists, sets those
+/// of its fields), and `tlb.l2x={remove = true}` removes it, as `remove = true` does under
+/// `extends`. The value is read as TOML (`2048`, `true`, `"lru"`, `{...}`), or as a string when
+/// that fails (`os.policy=thp`).
 pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
     if assignment.contains(['\n', '\r']) {
         return err(format!(
@@ -157,6 +160,10 @@ pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
         let p = parts[i];
         if matches!(p, "tlb" | "psc" | "cache" | "range_tlb") || (p == "kinds" && i == 1 && parts[0] == "memory") {
             let name = parts[i + 1];
+            if i + 2 == parts.len() {
+                // `tlb.NAME={...}`: add the structure, change several of its fields, or remove it.
+                return set_whole_entry(cur, p, name, parsed, assignment);
+            }
             let arr = cur
                 .get_mut(p)
                 .and_then(|v| v.as_array_mut())
@@ -172,9 +179,6 @@ pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
             };
             cur = entry;
             i += 2;
-            if i == parts.len() {
-                return err(format!("--set '{assignment}': name a field of {p} '{name}'."));
-            }
             continue;
         }
         let next = cur.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
@@ -182,5 +186,58 @@ pub fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<()> {
         i += 1;
     }
     cur.insert(parts[parts.len() - 1].to_string(), parsed);
+    Ok(())
+}
+
+/// `--set ARRAY.NAME={fields}` ([`apply_set`]): add entry `name` to the array `kind` of `table`
+/// (creating the array), set the given fields of an existing one, or remove it (`remove = true`).
+fn set_whole_entry(
+    table: &mut toml::Table,
+    kind: &str,
+    name: &str,
+    value: toml::Value,
+    assignment: &str,
+) -> Result<()> {
+    let toml::Value::Table(mut fields) = value else {
+        return err(format!(
+            "--set '{assignment}': give a field ({kind}.{name}.FIELD=VALUE), or a table of fields to add or change \
+             {kind} '{name}' ({kind}.{name}={{level = 2, ...}}) or to remove it ({kind}.{name}={{remove = true}})."
+        ));
+    };
+    if let Some(n) = fields.get("name") {
+        if n.as_str() != Some(name) {
+            return err(format!("--set '{assignment}': the table names {kind} {n}, not '{name}'."));
+        }
+    }
+    let arr = table.entry(kind.to_string()).or_insert_with(|| toml::Value::Array(Vec::new()));
+    let arr = arr
+        .as_array_mut()
+        .ok_or_else(|| ConfigError(format!("--set '{assignment}': '{kind}' is not an array of tables.")))?;
+    let at = arr.iter().position(|t| t.get("name").and_then(|n| n.as_str()) == Some(name));
+    if fields.get("remove") == Some(&toml::Value::Boolean(true)) {
+        if fields.len() > 1 {
+            return err(format!("--set '{assignment}': remove = true takes no other field."));
+        }
+        let Some(at) = at else {
+            let names: Vec<String> =
+                arr.iter().filter_map(|t| t.get("name").and_then(|n| n.as_str())).map(|n| format!("'{n}'")).collect();
+            return err(format!(
+                "--set '{assignment}': there is no {kind} named '{name}' to remove (this configuration's: {}).",
+                names.join(", ")
+            ));
+        };
+        arr.remove(at);
+        return Ok(());
+    }
+    match at.and_then(|at| arr[at].as_table_mut()) {
+        Some(entry) => entry.extend(fields),
+        None => {
+            let mut entry = toml::Table::new();
+            entry.insert("name".into(), toml::Value::String(name.to_string()));
+            fields.remove("name");
+            entry.extend(fields);
+            arr.push(toml::Value::Table(entry));
+        }
+    }
     Ok(())
 }

@@ -52,6 +52,47 @@ fn set_overrides_apply() {
 }
 
 #[test]
+fn set_adds_changes_and_removes_a_whole_structure() {
+    let sets = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // add an L2 TLB that the configuration does not have
+    let add =
+        r#"tlb.l2={level = 2, role = "unified", entries = 1024, ways = 8, page_sizes = ["4KB", "2MB"], latency = 7}"#;
+    let c = Config::from_toml("t", MIN, &sets(&[add])).unwrap();
+    assert_eq!(c.tlb.len(), 2);
+    let l2 = c.tlb.iter().find(|t| t.name == "l2").unwrap();
+    assert_eq!((l2.level, l2.entries, l2.ways, l2.latency), (2, 1024, 8, 7));
+    // the same as writing it in the file
+    let file = format!(
+        "{MIN}[[tlb]]\nname = \"l2\"\nlevel = 2\nrole = \"unified\"\nentries = 1024\nways = 8\npage_sizes = [\"4KB\", \"2MB\"]\nlatency = 7\n"
+    );
+    assert_eq!(c.hash_hex(), Config::from_toml("t", &file, &[]).unwrap().hash_hex());
+    // then a field of it, several fields of an existing one, and a removal
+    let c =
+        Config::from_toml("t", MIN, &sets(&[add, "tlb.l2.entries=2048", "tlb.l1={entries = 32, ways = 2}"])).unwrap();
+    assert_eq!((c.tlb[1].entries, c.tlb[0].entries, c.tlb[0].ways), (2048, 32, 2));
+    let l1b = r#"tlb.l1b={level = 1, role = "data", entries = 32, ways = 4, page_sizes = ["4KB"]}"#;
+    let c = Config::from_toml("t", MIN, &sets(&[add, l1b, "tlb.l1={remove = true}"])).unwrap();
+    assert_eq!(c.tlb.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["l2", "l1b"]);
+    // a structure kind the configuration has none of yet
+    let c = Config::from_toml("t", MIN, &sets(&[r#"psc.pde={caches = "pde", entries = 32, ways = 4}"#])).unwrap();
+    assert_eq!((c.psc.len(), c.psc[0].name.as_str(), c.psc[0].entries), (1, "pde", 32));
+    // mistakes are one sentence
+    let e = bad("", &["tlb.l2={level = 2, entries = 64}"]);
+    assert!(e.contains("tlb[1] ('l2')") && e.contains("missing field"), "{e}");
+    let e = bad("", &["tlb.l9={remove = true}"]);
+    assert!(e.contains("there is no tlb named 'l9' to remove (this configuration's: 'l1')"), "{e}");
+    let e = bad("", &["tlb.l1=64"]);
+    assert!(e.contains("give a field (tlb.l1.FIELD=VALUE), or a table of fields"), "{e}");
+    let e = bad("", &[r#"tlb.l2={name = "l3", level = 2}"#]);
+    assert!(e.contains("the table names tlb \"l3\", not 'l2'"), "{e}");
+    let e = bad("", &["tlb.l1={remove = true, entries = 4}"]);
+    assert!(e.contains("remove = true takes no other field"), "{e}");
+    for e in [bad("", &["tlb.l2={level = 2, entries = 64}"]), bad("", &["tlb.l1=64"])] {
+        assert!(!e.contains('\n'), "{e}");
+    }
+}
+
+#[test]
 fn memory_kinds_and_os_policies() {
     let kinds = "[memory]\n[[memory.kinds]]\nname = \"dram\"\nsize = \"4GiB\"\nread_latency = 150\n[[memory.kinds]]\nname = \"nvm\"\nsize = \"8GiB\"\nread_latency = 600\n";
     let c = Config::from_toml("t", &format!("{MIN}{kinds}"), &["memory.kinds.nvm.write_latency=2000".into()]).unwrap();
