@@ -182,7 +182,7 @@ def test_cli_energy_json_plot_and_errors(tmp_path, two_pages, capsys):
     )
     assert err.count("\n") == 1
     # ... and it says what to do (issue 37, item 9): the configurations the set has values for.
-    assert "configs/lite/*.toml" in err and "copy configs/energy/cacti-32nm.toml" in err
+    assert "--config lite/4k --energy" in err and "copy configs/energy/cacti-32nm.toml" in err
     assert main(["sim", two_pages, "--config", f"{LITE}/4k.toml", "--energy", "nope", "--no-progress"]) == 1
     assert "no energy set 'nope'" in capsys.readouterr().err
     # `--energy` just before the trace: the trace, not a set's name (it took the positional).

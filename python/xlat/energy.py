@@ -121,10 +121,10 @@ class EnergySet:
         if v is None:
             raise EnergyError(
                 f"the energy set '{self.name}' has no values for {who} ({_describe(kind, size, ways)}): "
-                f"its values are those of the structures of {self.source}, which configs/lite/*.toml "
-                "model (xlat sim --config configs/lite/4k.toml --energy ...); for another machine, "
-                "copy configs/energy/cacti-32nm.toml, add its structures' values and pass the file to "
-                "--energy (docs/lite.md)."
+                f"its values are those of the structures of {self.source}, which the lite/ "
+                "configurations model (xlat sim --config lite/4k --energy ...; xlat config list --all "
+                "names them); for another machine, copy configs/energy/cacti-32nm.toml, add its "
+                "structures' values and pass the file to --energy (docs/lite.md)."
             )
         return v
 
