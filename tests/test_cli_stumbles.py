@@ -228,6 +228,29 @@ def test_a_long_silent_run_says_something(capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_every_long_command_says_it_is_still_running(capsys):
+    """mrc, fidelity, reclaim, superpage-touch, convert, cut, import and export run their work
+    through notice.noting (issue 37, item 8): a line after 3 s without a bar, nothing with one."""
+    import inspect
+
+    from xlat.cli import convert, fidelity, mrc, reclaim, touch
+    from xlat.cli.notice import noting
+
+    assert noting("sleeping", False, lambda x: time.sleep(0.5) or x, 7) == 7
+    assert capsys.readouterr().err == ""  # quicker than the first line
+    for mod, fn in [
+        (mrc, "cmd_mrc"),
+        (fidelity, "cmd_fidelity"),
+        (reclaim, "cmd_reclaim"),
+        (touch, "cmd_touch"),
+        (convert, "cmd_convert"),
+        (convert, "cmd_cut"),
+        (convert, "cmd_import"),
+        (convert, "cmd_export"),
+    ]:
+        assert "noting(" in inspect.getsource(getattr(mod, fn)), fn
+
+
 @pytest.mark.parametrize(
     ("args", "sentence"),
     [

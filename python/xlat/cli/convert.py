@@ -16,6 +16,7 @@ from xlat.cli.common import (
     window_kw,
 )
 from xlat.cli.jsonopt import add_json_flag, emit_json, to_stdout
+from xlat.cli.notice import noting
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -28,7 +29,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
         args.parser.error("the following arguments are required: OUTPUT")
     if not 1 <= args.level <= 19:
         raise CliError(f"--level must be between 1 and 19, not {args.level}")
-    r = convert(
+    r = noting(
+        f"converting {args.input}",
+        progress(args),
+        convert,
         args.input,
         args.output,
         level=args.level,
@@ -49,7 +53,16 @@ def cmd_cut(args: argparse.Namespace) -> int:
 
     if not 1 <= args.level <= 19:
         raise CliError(f"--level must be between 1 and 19, not {args.level}")
-    r = cut(args.input, args.output, level=args.level, progress=progress(args), **window_kw(args))
+    r = noting(
+        f"cutting {args.input}",
+        progress(args),
+        cut,
+        args.input,
+        args.output,
+        level=args.level,
+        progress=progress(args),
+        **window_kw(args),
+    )
     emit_json(args.json, r, trace=args.input, window=window_kw(args))
     if not to_stdout(args):
         print(
@@ -81,8 +94,16 @@ def register_cut(sub: Any, common: argparse.ArgumentParser) -> None:
 def cmd_import(args: argparse.Namespace) -> int:
     from xlat.tracing import import_trace
 
-    r = import_trace(
-        args.kind, args.input, args.output, ifetch=args.ifetch, level=args.level, progress=progress(args)
+    r = noting(
+        f"importing {args.input}",
+        progress(args),
+        import_trace,
+        args.kind,
+        args.input,
+        args.output,
+        ifetch=args.ifetch,
+        level=args.level,
+        progress=progress(args),
     )
     per = r["bytes"] / r["accesses"] if r["accesses"] else float("nan")
     print(f"wrote {r['path']}: {r['accesses']:,} accesses, {mib(r['bytes'])} ({per:.2f} bytes/access)")
@@ -119,7 +140,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if not 0 <= args.level <= 9:
         raise CliError(f"--level must be between 0 and 9, not {args.level}")
-    r = export_champsim(args.input, args.output, tid=args.tid, level=args.level, progress=progress(args))
+    r = noting(
+        f"exporting {args.input}",
+        progress(args),
+        export_champsim,
+        args.input,
+        args.output,
+        tid=args.tid,
+        level=args.level,
+        progress=progress(args),
+    )
     print(
         f"wrote {r['path']}: {r['records']:,} records (thread {r['tid']}), {r['loads']:,} loads, "
         f"{r['stores']:,} stores, {human_bytes(r['bytes'])}"

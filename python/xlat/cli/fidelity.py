@@ -21,6 +21,7 @@ from xlat.cli.common import (
     window_kw,
 )
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
+from xlat.cli.notice import noting
 
 
 def _pct(x: float) -> str:
@@ -150,7 +151,10 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
             raise CliError("--plot needs matplotlib (pip install 'xlat[experiment]')") from None
     not_empty(args.granularities, "--granularities", "granularity (bits per 2MB page: 1, 2, 4, ..., 512)")
     epoch = DEFAULT_EPOCH if args.epoch is None else args.epoch
-    r = analyze(
+    r = noting(
+        f"measuring access/dirty-bit fidelity of {args.trace[0]}",
+        progress(args),
+        analyze,
         args.trace[0],
         epoch=epoch,
         granularities=args.granularities or GRANULARITIES,

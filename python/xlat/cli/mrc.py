@@ -18,6 +18,7 @@ from xlat.cli.common import (
     window_kw,
 )
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
+from xlat.cli.notice import noting
 from xlat.cli.numfmt import count, ratio
 
 
@@ -80,7 +81,10 @@ def cmd_mrc(args: argparse.Namespace) -> int:
         raise CliError("give at most one of --cpu and --config")
     sizes = None if args.page_sizes is None else _sizes(args.page_sizes)  # '' is no size, not all
     not_empty(args.sets, "--sets", "number of sets (1 for fully associative)")
-    r = mrc(
+    r = noting(
+        f"computing miss-ratio curves of {args.trace}",
+        progress(args),
+        mrc,
         args.trace,
         cpu=args.cpu,
         config=args.config,

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 AFTER_S = 3.0
 #: Then one line every this many seconds while the work goes on (a heartbeat for logs, as pip and
@@ -50,3 +53,10 @@ def still_running(
         yield
     finally:
         done.set()
+
+
+def noting(message: str, show: bool, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` inside :func:`still_running` (``message``), unless ``show`` (a
+    progress bar is drawn instead)."""
+    with still_running(message, enabled=not show):
+        return fn(*args, **kwargs)

@@ -18,6 +18,7 @@ from xlat.cli.common import (
     window_kw,
 )
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
+from xlat.cli.notice import noting
 
 
 def _float(text: str) -> float:
@@ -82,7 +83,10 @@ def cmd_reclaim(args: argparse.Namespace) -> int:
     if args.granularities == []:  # `--granularity ''`: no value, not the default ones
         raise CliError("--granularity needs at least one granularity (bits per 2MB page: 1, 2, 4, ..., 512)")
     bw = rc.DEFAULT_BANDWIDTH if args.bandwidth is None else args.bandwidth * 1e9
-    r = rc.analyze(
+    r = noting(
+        f"simulating eviction on {args.trace}",
+        progress(args),
+        rc.analyze,
         args.trace,
         fraction=rc.DEFAULT_FRACTION if args.fraction is None else args.fraction,
         granularities=rc.DEFAULT_GRANULARITIES if args.granularities is None else args.granularities,

@@ -8,6 +8,7 @@ from typing import Any
 
 from xlat.cli.common import add_window_flags, grid, int_arg, progress, table, window_kw
 from xlat.cli.jsonopt import add_json_flag, emit_json, take_positional, to_stdout
+from xlat.cli.notice import noting
 
 #: The CDF points printed.
 POINTS = (1, 8, 16, 32, 64, 128, 256, 384, 511, 512)
@@ -17,7 +18,10 @@ def cmd_touch(args: argparse.Namespace) -> int:
     from xlat import touch
 
     take_positional(args, "trace", "TRACE")
-    r = touch.analyze(
+    r = noting(
+        f"counting touched pages of {args.trace}",
+        progress(args),
+        touch.analyze,
         args.trace,
         interval=touch.DEFAULT_INTERVAL if args.interval is None else args.interval,
         progress=progress(args),
