@@ -459,11 +459,19 @@ def energy(
                 lk += at.leakage_mw * 1e9 * x.cycles / (es.clock_ghz * 1e9)
         out.append(StructureEnergy(name, reads, writes, dyn, lk))
 
-    # The page sizes the process maps (section 5.3.1's mask enables the L1 TLBs of those).
+    # The page sizes the process maps (section 5.3.1's mask enables the L1 TLBs of those): a
+    # size it faulted in, eagerly mapped or walked to, or that a TLB holding only that size hit.
+    # The last two matter under a warm-up window, whose counters start after the faults that
+    # mapped the huge pages (with faults alone, a THP run's 2MB L1 TLB went uncharged).
+    def hit_only(size: str) -> int:
+        tlbs = [t for t in cfg.get("tlb") or [] if (t.get("page_sizes") or ["4KB"]) == [size]]
+        return sum(c.get(f"tlb.{t['name']}.hits", 0) for t in tlbs)
+
     mapped = {"4KB"} | {
         size
         for size, key in (("2MB", "2m"), ("1GB", "1g"))
-        if c.get(f"os.faults_{key}", 0) + c.get(f"os.eager_{key}", 0) > 0
+        if c.get(f"os.faults_{key}", 0) + c.get(f"os.eager_{key}", 0) + c.get(f"walker.walks_{key}", 0) > 0
+        or hit_only(size) > 0
     }
     for t in cfg.get("tlb") or []:
         sizes = t.get("page_sizes") or ["4KB"]
@@ -520,7 +528,8 @@ def plot(reports: Mapping[str, Report], path: str, per_ki: bool = True, title: s
     names: list[str] = []
     for r in reports.values():
         names += [s.name for s in r.structures if s.name not in names]
-    fig, ax = plt.subplots(figsize=(min(2.5 + 0.45 * len(reports), 14), 4.5))
+    width = max(6.5, min(2.5 + 0.45 * len(reports), 14))  # room for the legend and the title
+    fig, ax = plt.subplots(figsize=(width, 4.8))
     bottom = [0.0] * len(reports)
     labels = list(reports)
     for n in names:
@@ -532,8 +541,13 @@ def plot(reports: Mapping[str, Report], path: str, per_ki: bool = True, title: s
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     ax.set_ylabel("dynamic energy (pJ per kilo-instruction)" if per_ki else "dynamic energy (pJ)")
     if title:
-        ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
+        import textwrap
+
+        # wrapped to the figure (about 11 characters an inch at this size), line breaks kept
+        lines = [textwrap.fill(t, width=int(width * 11)) for t in title.split("\n")]
+        ax.set_title("\n".join(lines), fontsize=9)
+    ax.set_xlabel("configuration")
+    ax.legend(title="structure", fontsize=7, title_fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
     ax.tick_params(axis="x", labelrotation=60 if len(reports) > 6 else 30, labelsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -319,6 +319,17 @@ class SimResults(list):
         names = [r.label for r in self]
         return [n if names.count(n) == 1 else f"{i}:{n}" for i, n in enumerate(names)]
 
+    def title(self) -> str:
+        """The trace, its simulated accesses and its window, for a plot's title."""
+        first = self[0]
+        w = first.window
+        win = (
+            ""
+            if not w
+            else f", window: skip {w['skip']:,}, warm-up {w['warmup']:,}, limit {w['limit'] or 'end'}"
+        )
+        return f"{short_trace(first.trace)} ({first.counters['accesses']:,} accesses{win})"
+
     def plot(self, path: str) -> None:
         """The headline figures per configuration as bar charts (one panel each, labelled axes,
         titled with the trace and its window), to a PNG. Needs matplotlib."""
@@ -337,16 +348,7 @@ class SimResults(list):
             ax.set_title(title, fontsize=9)
             ax.set_xticks(range(len(vals)), labels, rotation=30, ha="right", fontsize=8)
             ax.grid(True, axis="y", alpha=0.3)
-        first = self[0]
-        w = first.window
-        win = (
-            ""
-            if not w
-            else f", window: skip {w['skip']:,}, warm-up {w['warmup']:,}, limit {w['limit'] or 'end'}"
-        )
-        fig.suptitle(
-            f"{short_trace(first.trace)} ({first.counters['accesses']:,} accesses{win})", fontsize=10
-        )
+        fig.suptitle(self.title(), fontsize=10)
         fig.tight_layout()
         fig.savefig(path, dpi=120)
         plt.close(fig)

@@ -287,7 +287,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
             plot(
                 dict(zip(results.labels(), reports, strict=True)),
                 args.energy_plot,
-                title=f"dynamic energy of address translation ({eset.name}): {args.trace}",
+                title=f"dynamic energy of address translation ({eset.name})\n{results.title()}",
             )
     if args.json:
         emit_json(
