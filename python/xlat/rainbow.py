@@ -284,6 +284,10 @@ def plot_many(comparisons: dict[str, Comparison], path: str | Path, title: str =
             ]
             if shown:
                 ax.set_ylim(bottom=max(min(shown) / 10, 1e-3))
+        else:
+            ax.set_ylim(bottom=0)  # ratios, shares and traffic are not negative (all 0: 0 to 1)
+            if ax.get_ylim()[1] <= 0:
+                ax.set_ylim(0, 1)
         ax.set_title(panel, fontsize=10)
         ax.set_xticks(range(len(wl)), ticks, fontsize=8)
         ax.grid(True, axis="y", lw=0.3)
