@@ -53,31 +53,60 @@ def column(df, name: str) -> str:
     raise CliError(f"the results have no column '{name}' (e.g. walker.walks, derived.tlb_level1.mpki)")
 
 
-def plot(df, y: str, against: str, out: str) -> None:
-    """``y`` against axis ``against``: one line per trace and combination of the other axes."""
-    import matplotlib
+def plot(df, y: str, against: str, out: str, title: str = "") -> None:
+    """``y`` against axis ``against``: one line per trace and combination of the other axes,
+    each labelled with its axes' names and values, in a marker and line style of its own (lines
+    that coincide stay visible); a numeric axis that doubles (entries, sets) on a log2 scale, a
+    y that spans more than two decades on a log scale; titled ``title``."""
+    from xlat._optional import need_pandas, need_pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import pandas as pd
+    plt = need_pyplot("--plot")
+    pd = need_pandas("--plot")
+    from xlat.sim import short_trace
 
     yc, xc = column(df, y), column(df, against)
     df = df[df[xc].notna()].copy()  # explicit points without this axis are not on the plot
     x = pd.to_numeric(df[xc], errors="coerce")
-    df["_x"] = x if x.notna().all() else df[xc]
+    numeric = bool(x.notna().all())
+    df["_x"] = x if numeric else df[xc]
     others = [c for c in df.columns if c.startswith("axis.") and c != xc]
     keys = ["trace", "base", "layout", *others]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for k, g in df.groupby(keys, dropna=False, sort=True):
+    fig, ax = plt.subplots(figsize=(10, 5))
+    markers, styles = "osD^v<>pP*Xh", ("-", "--", ":", "-.")
+    groups = list(df.groupby(keys, dropna=False, sort=True))
+    for i, (k, g) in enumerate(groups):
         g = g.sort_values("_x")
-        label = " ".join(str(v) for v in (os.path.basename(str(k[0])), *k[1:]) if v not in ("", None))
-        ax.plot(g["_x"], g[yc], marker="o", label=label)
-    ax.set_xlabel(against)
-    ax.set_ylabel(y)
-    ax.legend(fontsize="small")
+        trace, base, layout, *vals = k
+        parts = [short_trace(os.path.basename(str(trace)) if os.path.exists(str(trace)) else str(trace), 45)]
+        parts += [str(v) for v in (base, layout) if v not in ("", None) and not pd.isna(v)]
+        parts += [
+            f"{c.removeprefix('axis.')}={v}" for c, v in zip(others, vals, strict=True) if not pd.isna(v)
+        ]
+        ax.plot(
+            g["_x"],
+            g[yc],
+            marker=markers[i % len(markers)],
+            linestyle=styles[i % len(styles)],
+            markersize=7 - 3 * (i % 2),  # a smaller marker over a larger one where they coincide
+            alpha=0.85,
+            label=", ".join(parts),
+        )
+    xs = sorted(set(df["_x"])) if numeric else []
+    if numeric and xs and xs[0] > 0 and xs[-1] / xs[0] >= 4:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(xs, [f"{v:g}" for v in xs])
+        ax.minorticks_off()
+    ys = pd.to_numeric(df[yc], errors="coerce").dropna()
+    if len(ys) and ys.min() > 0 and ys.max() / ys.min() > 100:
+        ax.set_yscale("log")
+    ax.set_xlabel(against.removeprefix("axis."))
+    ax.set_ylabel(y.removeprefix("derived.").removeprefix("counters."))
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
+    fig.savefig(out, dpi=120)
     plt.close(fig)
 
 
@@ -116,7 +145,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             args.output, "_plots", f"{args.plot}-vs-{args.against}.png".replace("/", "_")
         )
         os.makedirs(os.path.dirname(os.path.abspath(plot_path)), exist_ok=True)
-        plot(df, args.plot, args.against, plot_path)
+        points = f"{len(df)} points of {os.path.basename(args.sweep)}"
+        plot(df, args.plot, args.against, plot_path, title=f"{args.plot} against {args.against}: {points}")
     summary: dict[str, Any] = {
         "results": args.output,
         "points": out.total,
