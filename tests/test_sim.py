@@ -199,3 +199,19 @@ def test_several_configurations_read_the_input_once_and_equal_runs_of_their_own(
             assert t.data.get("window") == a.data.get("window")
         # the input's time is shared: the configurations' input times add up to one reading
         assert all(r.timing["input_s"] <= r.timing["total_s"] for r in together)
+
+
+def test_the_python_api_words_a_bad_override_as_set_not_as_the_command_line():
+    """simulate(set={...}) named the override as the command line does ('--set ...'), which a
+    notebook user never typed (issue 37, item 6)."""
+    with pytest.raises(sim.ConfigError) as e:
+        sim.simulate(GUPS, cpu="skylake", set={"tlb.l2d.entries": 3})
+    msg = str(e.value)
+    assert msg.startswith("set= 'tlb.l2d.entries=3': there is no tlb named 'l2d'") and "--set" not in msg
+    # the command line keeps its own words
+    p = io.StringIO()
+    from contextlib import redirect_stderr
+
+    with redirect_stderr(p):
+        assert main(["sim", "--cpu", "skylake", "--set", "tlb.l2d.entries=3", GUPS]) == 1
+    assert "--set 'tlb.l2d.entries=3'" in p.getvalue()

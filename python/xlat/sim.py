@@ -420,19 +420,29 @@ def simulate(
     ``config`` the Skylake preset is used."""
     if cpu is None and config is None:
         cpu = "skylake"
-    return simulate_many(
-        trace,
-        [
-            Run(
-                cpu=cpu,
-                config=config,
-                set=set if isinstance(set, Mapping) else tuple(_overrides(set)),
-                layout=layout,
-                policy=policy,
-            )
-        ],
-        progress=progress,
-        skip=skip,
-        warmup=warmup,
-        limit=limit,
-    )[0]
+    try:
+        return simulate_many(
+            trace,
+            [
+                Run(
+                    cpu=cpu,
+                    config=config,
+                    set=set if isinstance(set, Mapping) else tuple(_overrides(set)),
+                    layout=layout,
+                    policy=policy,
+                )
+            ],
+            progress=progress,
+            skip=skip,
+            warmup=warmup,
+            limit=limit,
+        )[0]
+    except ConfigError as e:
+        raise ConfigError(_api_wording(str(e))) from None
+
+
+def _api_wording(message: str) -> str:
+    """A configuration error in the words of the Python API: the core names an override as the
+    command line gives it (``--set 'tlb.l2d.entries=3': ...``); from :func:`simulate` it was
+    ``set=`` (``set= 'tlb.l2d.entries=3': ...``)."""
+    return message.replace("--set '", "set= '")
