@@ -35,10 +35,13 @@ test-rust: setup
 
 test-python: setup
 	$(STEP_START)
-	$(PY) -m pytest tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+	$(PY) -m pytest --durations=15 tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
 	$(STEP_END)
 
-test: lint test-rust test-python
+# The Rust tests (mostly compiling) and the Python tests (mostly single-threaded processes) run
+# side by side on the two cores; each one's output is printed when it ends (--output-sync).
+test: lint
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-rust test-python
 
 # A wheel of xlat in dist/, to install anywhere with pip (docs/install.md). It is built in the
 # profile of the checkout's extension (XLAT_PROFILE, default dist), so Cargo reuses that build.
