@@ -28,9 +28,11 @@ lint: setup
 	$(VENV)/bin/ruff format --check $(PYDIRS)
 	$(STEP_END)
 
+# MAKEFLAGS cleared: under `make test` (-j2) Cargo would look for make's jobserver, whose
+# descriptors a recipe is not given, and warn.
 test-rust: setup
 	$(STEP_START)
-	cargo test --release --workspace
+	MAKEFLAGS= cargo test --release --workspace
 	$(STEP_END)
 
 test-python: setup
