@@ -19,6 +19,12 @@ from xlat.cli.jsonopt import add_json_flag, emit_json, to_stdout
 from xlat.cli.notice import noting
 
 
+def check_level(level: int, lo: int, hi: int) -> None:
+    """Refuse a ``--level`` outside ``lo..hi`` (zstd 1-19; xz 0-9) in one sentence."""
+    if not lo <= level <= hi:
+        raise CliError(f"--level must be between {lo} and {hi}, not {level}")
+
+
 def cmd_convert(args: argparse.Namespace) -> int:
     from xlat.trace import convert
 
@@ -27,8 +33,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         args.input, args.output, args.json = args.json, args.input, "-"
     if args.output is None:
         args.parser.error("the following arguments are required: OUTPUT")
-    if not 1 <= args.level <= 19:
-        raise CliError(f"--level must be between 1 and 19, not {args.level}")
+    check_level(args.level, 1, 19)
     r = noting(
         f"converting {args.input}",
         progress(args),
@@ -51,8 +56,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def cmd_cut(args: argparse.Namespace) -> int:
     from xlat.trace import cut
 
-    if not 1 <= args.level <= 19:
-        raise CliError(f"--level must be between 1 and 19, not {args.level}")
+    check_level(args.level, 1, 19)
     r = noting(
         f"cutting {args.input}",
         progress(args),
@@ -138,8 +142,7 @@ def register_convert(sub: Any, common: argparse.ArgumentParser) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     from xlat.trace import export_champsim
 
-    if not 0 <= args.level <= 9:
-        raise CliError(f"--level must be between 0 and 9, not {args.level}")
+    check_level(args.level, 0, 9)
     r = noting(
         f"exporting {args.input}",
         progress(args),
