@@ -169,7 +169,7 @@ def convert(
 
 
 def export_champsim(
-    spec: str, out: str, tid: int | None = None, level: int = 6, progress: bool = False
+    spec: str, out: str, tid: int | None = None, level: int = 1, progress: bool = False
 ) -> dict[str, Any]:
     """Write thread ``tid`` of ``spec`` (None: its only thread) as a ChampSim trace to ``out``:
     one 64-byte ``input_instr`` record per instruction, xz-compressed if ``out`` ends in ``.xz``

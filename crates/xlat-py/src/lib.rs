@@ -226,7 +226,7 @@ fn read_accesses<'py>(
 /// `out.partial` and renamed when complete. Returns a JSON summary
 /// ([`xlat_trace::export::champsim::ExportSummary`] with `path`, `bytes`, `compression`).
 #[pyfunction]
-#[pyo3(signature = (spec, out, tid=None, level=6, progress=false))]
+#[pyo3(signature = (spec, out, tid=None, level=1, progress=false))]
 fn export_champsim(
     py: Python<'_>,
     spec: &str,

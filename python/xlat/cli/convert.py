@@ -189,7 +189,12 @@ def register_export(sub: Any) -> None:
     s.add_argument("input", metavar="INPUT")
     s.add_argument("-o", "--output", required=True, metavar="OUT")
     s.add_argument("--tid", type=int, help="the thread to export (needed when the trace has several)")
-    s.add_argument("--level", type=int, default=6, help="xz preset 0-9 (gzip: 1-9); default 6")
+    s.add_argument(
+        "--level",
+        type=int,
+        default=1,
+        help="xz preset 0-9 (gzip: 1-9); default 1 (preset 6 took 30x as long for a file no smaller: docs/importers.md)",
+    )
     add_progress_flags(s)
     s.set_defaults(func=cmd_export)
 
