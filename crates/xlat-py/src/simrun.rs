@@ -144,9 +144,10 @@ pub fn simulate_broadcast(
         b
     });
     let t0 = Instant::now();
-    // Each simulator, with the worker it belongs to and the seconds spent in it.
+    // Each simulator with the seconds spent in it; each configuration's outcome (a result with
+    // its simulation's seconds, or why it failed), filled in as the run ends.
     let mut sims: Vec<Slot> = Vec::with_capacity(n);
-    let mut out: Vec<Option<Outcome>> = Vec::with_capacity(n);
+    let mut out: Vec<Option<Result<(SimResult, f64), Error>>> = Vec::with_capacity(n);
     for c in cfgs {
         match xlat_core::Simulator::new(c) {
             Ok(mut s) => {
@@ -228,7 +229,7 @@ pub fn simulate_broadcast(
             }
             for (i, slot) in group {
                 if let Some((sim, secs)) = slot {
-                    groups_result(&mut out, i, sim, secs, spec);
+                    out[i] = Some(sim.finish(spec).map(|r| (r, secs)));
                 }
             }
         }
@@ -244,28 +245,11 @@ pub fn simulate_broadcast(
         .map(|o| {
             let o = o.expect("every configuration has an outcome");
             o.map(|(r, secs)| {
-                let t = Timing {
-                    open_s: open_s * share,
-                    input_s: input_s * share,
-                    total_s: input_s * share + secs.total_s,
-                };
+                let t = Timing { open_s: open_s * share, input_s: input_s * share, total_s: input_s * share + secs };
                 (r, t)
             })
         })
         .collect())
-}
-
-/// The outcome of simulator `sim` (configuration `i`, `secs` in it) at the end of the input:
-/// its window's error, a broken invariant, or its result (with only `total_s`, the simulation's
-/// seconds, filled in; [`simulate_broadcast`] adds the shares of the input's time).
-fn groups_result(out: &mut [Option<Outcome>], i: usize, sim: xlat_core::Simulator, secs: f64, spec: &str) {
-    out[i] = Some(if let Some(e) = sim.window_error() {
-        Err(Error::Window(e))
-    } else if let Err(e) = sim.check_invariants() {
-        Err(Error::Invariant(e))
-    } else {
-        Ok((sim.result(spec), Timing { open_s: 0.0, input_s: 0.0, total_s: secs }))
-    });
 }
 
 /// A simulator of [`simulate_broadcast`] and the seconds spent in it; None once it failed.
@@ -314,11 +298,7 @@ pub fn simulate_shared(
     }
     for (sim, o) in sims.iter().zip(out.iter_mut()) {
         if let Some(s) = sim {
-            *o = Some(match (s.window_error(), s.check_invariants()) {
-                (Some(e), _) => Err(Error::Window(e).to_string()),
-                (None, Ok(())) => Ok(s.result(spec).to_json()),
-                (None, Err(e)) => Err(Error::Invariant(e).to_string()),
-            });
+            *o = Some(s.finish(spec).map(|r| r.to_json()).map_err(|e| e.to_string()));
         }
     }
     Ok(out.into_iter().map(|o| o.expect("every configuration has an outcome")).collect())

@@ -329,6 +329,16 @@ impl Simulator {
         self.engine.check_invariants()
     }
 
+    /// The outcome at the end of the input: the window's error (the input ended inside the
+    /// warm-up), a broken invariant, or the result.
+    pub fn finish(&self, trace: &str) -> Result<SimResult, Error> {
+        if let Some(e) = self.window_error() {
+            return Err(Error::Window(e));
+        }
+        self.check_invariants().map_err(Error::Invariant)?;
+        Ok(self.result(trace))
+    }
+
     /// The result of the run so far.
     pub fn result(&self, trace: &str) -> SimResult {
         let mut r = self.engine.result(trace);
@@ -359,11 +369,7 @@ pub fn run(
         sim.batch(&b)?;
         on_batch(src);
     }
-    if let Some(e) = sim.window_error() {
-        return Err(Error::Window(e));
-    }
-    sim.check_invariants().map_err(Error::Invariant)?;
-    Ok(sim.result(trace))
+    sim.finish(trace)
 }
 
 /// Open `trace`, decoding on a thread of its own if `pipeline` (see [`crate::pipeline`]).
