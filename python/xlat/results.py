@@ -103,12 +103,13 @@ def trace_identity(spec: str | os.PathLike | None) -> dict[str, Any] | None:
 def _window(w: Any) -> dict[str, Any] | None:
     """A window as the schema writes it: None (the whole trace, all counted) or its three
     fields; accepts a :class:`xlat.window.Window`, a mapping, or the CLI's keyword arguments."""
+    from xlat.window import Window
+
     if w is None:
         return None
-    if not isinstance(w, Mapping):
-        w = {"skip": w.skip, "warmup": w.warmup, "limit": w.limit}
-    d = {"skip": int(w.get("skip") or 0), "warmup": int(w.get("warmup") or 0), "limit": w.get("limit")}
-    return None if d == {"skip": 0, "warmup": 0, "limit": None} else d
+    if isinstance(w, Mapping):
+        w = Window(int(w.get("skip") or 0), int(w.get("warmup") or 0), w.get("limit"))
+    return None if w.whole else {"skip": w.skip, "warmup": w.warmup, "limit": w.limit}
 
 
 def _finite(x: Any) -> Any:

@@ -213,10 +213,9 @@ def cmd_contiguity(args: argparse.Namespace) -> int:
     if program is not None and not program:
         raise CliError("no program given after --")
     if args.plot:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise CliError("--plot needs matplotlib (pip install 'xlat[experiment]')") from None
+        from xlat._optional import need_pyplot
+
+        need_pyplot("--plot")  # before the run, not after it
 
     def progress(s: Sample) -> None:
         if args.verbose:

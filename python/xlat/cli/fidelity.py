@@ -145,10 +145,9 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     if _is_live(args):
         return cmd_live(args)
     if args.plot:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise CliError("--plot needs matplotlib (pip install 'xlat[experiment]')") from None
+        from xlat._optional import need_pyplot
+
+        need_pyplot("--plot")  # before the run, not after it
     not_empty(args.granularities, "--granularities", "granularity (bits per 2MB page: 1, 2, 4, ..., 512)")
     epoch = DEFAULT_EPOCH if args.epoch is None else args.epoch
     r = noting(

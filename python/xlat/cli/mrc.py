@@ -71,10 +71,9 @@ def cmd_mrc(args: argparse.Namespace) -> int:
 
     take_positional(args, "trace", "TRACE")
     if args.plot:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise CliError("--plot needs matplotlib (pip install 'xlat[experiment]')") from None
+        from xlat._optional import need_pyplot
+
+        need_pyplot("--plot")  # before the run, not after it
     if args.policy is not None and args.policy not in ("4k", "thp"):
         raise CliError(f"--policy takes 4k or thp (mosaic comes from --layout), not '{args.policy}'")
     if args.cpu and args.config:
