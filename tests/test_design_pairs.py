@@ -60,6 +60,8 @@ DESIGNS: dict[str, tuple[dict, tuple[str, ...]]] = {
     ),
     "contiguity": ({"sim": {"contiguity_every": 1000}}, ()),
     "prefetch": ({"tlb_prefetch": {"kind": "distance"}}, ()),
+    "virt": (section("configs/virt/skylake.toml", "virt"), ()),
+    "hashed": (section("configs/hashed/cuckoo.toml", "hashed_pt"), ("psc",)),
 }
 
 
@@ -155,10 +157,21 @@ PLAN_REFUSES: set[tuple[str, str]] = {
     ("software", "rainbow"),
     ("hscc", "prefetch"),
     ("rainbow", "prefetch"),
+    # One miss handler each: nested paging's and the hashed tables' against the others.
+    ("lite", "virt"),
+    ("lite", "hashed"),
+    ("mach", "virt"),
+    ("mach", "hashed"),
+    ("software", "virt"),
+    ("software", "hashed"),
+    ("hscc", "hashed"),
+    ("rainbow", "hashed"),
+    ("virt", "hashed"),
 }
 
 # A section's own rule refuses the pair first (Mach has no TLB levels for a miss-path stage or a
-# prefetcher; Lite needs the radix walker; two [hybrid] sections make one Rainbow with HSCC's counting).
+# prefetcher; Lite needs the radix walker; two [hybrid] sections make one Rainbow with HSCC's counting;
+# [virt] and [hashed_pt] name what they do not run with).
 SECTION_REFUSES: set[tuple[str, str]] = {
     ("range_tlb", "mach"),
     ("cluster_tlb", "mach"),
@@ -166,4 +179,15 @@ SECTION_REFUSES: set[tuple[str, str]] = {
     ("lite", "software"),
     ("hscc", "rainbow"),
     ("mach", "prefetch"),
+    # [virt]'s rule: designs that read the guest's frames as the machine's.
+    ("range_tlb", "virt"),
+    ("cluster_tlb", "virt"),
+    ("direct_segment", "virt"),
+    ("prism", "virt"),
+    ("kinds", "virt"),
+    ("hscc", "virt"),
+    ("rainbow", "virt"),
+    ("prefetch", "virt"),
+    # [hashed_pt]'s: PRISM's registry sits beside radix page-directory pages.
+    ("prism", "hashed"),
 }

@@ -109,7 +109,7 @@ class Run:
 #: The design configurations shipped with xlat, by name (``configs/DIR/NAME.toml``, package
 #: data: ``rainbow/hscc-4kb``, ``lite/tlb-lite``, ``rmm/rmm``, ``mach/ptlb``, ...).
 NAMED_CONFIGS = configs_dir()
-_CONFIG_DIRS = ("lite", "rmm", "mach", "rainbow", "calibrated", "examples")
+_CONFIG_DIRS = ("lite", "rmm", "mach", "rainbow", "virt", "hashed", "calibrated", "examples")
 
 
 def config_names() -> list[str]:
@@ -195,6 +195,12 @@ class SimResult:
         self.trace: str = data["trace"]
         mp = data.get("miss_profile")
         self.miss_profile: dict[int, int] | None = None if mp is None else {a: n for a, n in mp}
+        #: ``virt.walk_log=N``: the loads of the first N nested walks, records ``(kind, ...)``:
+        #: ``(0, va, guest root, host root, 0)`` starts a walk, ``(1 or 2, level, address, entry,
+        #: leaf)`` is a guest or host load, ``(3, frame, size index, 0, 0)`` the entry filled
+        #: (docs/virtualisation.md).
+        wl = data.get("walk_log")
+        self.walk_log: list[tuple[int, ...]] | None = None if wl is None else [tuple(x) for x in wl]
         #: ``sim.contiguity=true``: the ranges the OS could form at the end (``runs``: (pages,
         #: count) largest first, ``pages``, ``entries_4k/2m/1g``); see :func:`xlat.rmm.contiguity`.
         self.contiguity: dict[str, Any] | None = data.get("contiguity")

@@ -2,7 +2,7 @@
 //! preset x 4KB/THP/mosaic x six workloads x four replacement policies x data through the caches
 //! off/on, 864 cases) must give a result JSON whose SHA-256 equals the one checked in at
 //! `tests/data/regress-digests.txt`; every case of the design matrix (`matrix::design_cases`: the
-//! configurations under `configs/{rmm,lite,mach,rainbow}`, PRISM, HSCC, the software walker, on
+//! configurations under `configs/{rmm,lite,mach,rainbow,virt}`, PRISM, HSCC, the software walker, nested paging, on
 //! the same workloads) the one in `tests/data/design-digests.txt`, and the loop copy recorded
 //! there. A change that alters a simulated count says why in its
 //! commit and updates the digests on purpose:

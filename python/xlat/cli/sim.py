@@ -79,6 +79,8 @@ def sim_table(results: list, reports: list | None = None) -> str:
         return [" / ".join(f"{r.counters[f'{prefix}_{s}']:,}" for s in ("4k", "2m", "1g")) for r in results]
 
     rows.append(("walks 4KB / 2MB / 1GB", by_size("walker.walks")))
+    if any("virt.vm_exits" in r.counters for r in results):
+        add_virt_rows(add, ratio)
     add("page faults", lambda r: r.counters["os.page_faults"])
     rows.append(("faults 4KB / 2MB / 1GB", by_size("os.faults")))
     add("shootdowns", lambda r: r.counters["shootdowns"])
@@ -109,6 +111,32 @@ def sim_table(results: list, reports: list | None = None) -> str:
             "  ".join([k.ljust(widths[0]), *(v.rjust(w) for v, w in zip(vals, widths[1:], strict=True))])
         )
     return "\n".join(lines)
+
+
+def add_virt_rows(add, fmt) -> None:
+    """Nested paging's rows (`[virt]`, docs/virtualisation.md): each dimension's loads, the host
+    walks the nested TLB left, the VM exits (their cycles are in C, not in the walks' own)."""
+    nan = float("nan")
+
+    def per_walk(key: str):
+        return lambda r: (
+            r.counters.get(key, nan) / r.counters["walker.walks"] if r.counters["walker.walks"] else nan
+        )
+
+    add("guest loads per walk", per_walk("walker.loads.guest"), fmt)
+    add("host loads per walk", per_walk("walker.loads.host"), fmt)
+    add("walk cycles per walk (no VM exits)", per_walk("walker.cycles"), fmt)
+    add("host walks", lambda r: r.counters.get("virt.host_walks", nan))
+    add(
+        "nested TLB hit ratio",
+        lambda r: (
+            r.counters["virt.ntlb.hits"] / r.counters["virt.ntlb.accesses"]
+            if r.counters.get("virt.ntlb.accesses")
+            else nan
+        ),
+        fmt,
+    )
+    add("VM exits (host faults)", lambda r: r.counters.get("virt.vm_exits", nan))
 
 
 def add_overlap_rows(add, fmt) -> None:

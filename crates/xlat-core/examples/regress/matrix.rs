@@ -4,7 +4,7 @@
 //! example (`scripts/sim-regress.sh`: the full result JSON, to diff two commits) and the
 //! `regress` test (the digests in `tests/data/regress-digests.txt`, in `make test`).
 //!
-//! The design matrix ([`design_cases`]): every configuration under `configs/{rmm,lite,mach,rainbow}`
+//! The design matrix ([`design_cases`]): every configuration under `configs/{rmm,lite,mach,rainbow,virt}`
 //! plus PRISM, HSCC counting at the memory controller, the software walker and the TLB
 //! prefetcher, on the same six workloads, each
 //! case's loop copy recorded beside its digest (`tests/data/design-digests.txt`): the designs'
@@ -82,7 +82,7 @@ pub fn cases(only: &str) -> Vec<Case> {
 }
 
 /// The design directories under `configs/` whose every file is a case of the design matrix.
-pub const DESIGN_DIRS: &[&str] = &["rmm", "lite", "mach", "rainbow"];
+pub const DESIGN_DIRS: &[&str] = &["rmm", "lite", "mach", "rainbow", "virt", "hashed"];
 
 /// A small MIPS-like machine with the software walker (the general loop's handler).
 const SOFTWARE: &str = r#"
@@ -143,6 +143,12 @@ pub fn design_configs() -> Vec<(String, String, String, Vec<String>)> {
         vec!["hybrid.counting=memory".into()],
     ));
     out.push(("software/walker".into(), "software".into(), SOFTWARE.into(), Vec::new()));
+    out.push((
+        "virt/skylake-guest-thp-host-4k".into(),
+        "configs/virt/skylake.toml".into(),
+        file("configs/virt/skylake.toml"),
+        vec!["os.policy=thp".into(), "virt.host.policy=4k".into()],
+    ));
     let sky = xlat_core::presets::get("skylake").expect("preset").to_string();
     for (label, kind) in
         [("prefetch/skylake-sequential-eager", "sequential"), ("prefetch/skylake-distance-eager", "distance")]

@@ -24,7 +24,7 @@ pub enum Copy {
     Hybrid,
     /// Rainbow's memory controller and any observer, no memo.
     Rainbow,
-    /// Any handler but Mach's, one DRAM or several kinds, range TLBs, any observer.
+    /// Any handler but Mach's (the radix, software, nested and hashed walkers), one DRAM or several kinds, range TLBs, any observer.
     General,
 }
 
@@ -128,7 +128,7 @@ pub const COPIES: &[Serves] = &[
     },
     Serves {
         copy: Copy::General,
-        handlers: &[H::Radix, H::Software],
+        handlers: &[H::Radix, H::Software, H::Nested, H::Hashed],
         backends: &[B::Dram, B::Kinds],
         observers: &[O::None, O::Prism, O::External],
         miss_path: true,

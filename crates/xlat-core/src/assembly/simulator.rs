@@ -11,7 +11,7 @@ use crate::mmu::hook::WalkHook;
 use crate::mmu::mach::MachHandler;
 use crate::mmu::observer::{AccessObserver, NoObserver};
 use crate::mmu::prism::Prism;
-use crate::mmu::walker::{AnyHandler, RadixWalker, SoftwareHandler};
+use crate::mmu::walker::{AnyHandler, HashedWalker, NestedWalker, RadixWalker, SoftwareHandler};
 use crate::os::{Os, SimError};
 use crate::sim::engine::{Core, Parts, Variant};
 use crate::sim::epoch::EpochController;
@@ -226,6 +226,8 @@ impl Simulator {
 
     fn general<O: AccessObserver + 'static>(cfg: &Config, obs: O) -> Result<Simulator, Error> {
         let handler = match cfg.walker.kind {
+            WalkerKind::Radix if cfg.virt.is_some() => AnyHandler::Nested(Box::new(NestedWalker::new(cfg)?)),
+            WalkerKind::Radix if cfg.hashed_pt.is_some() => AnyHandler::Hashed(Box::new(HashedWalker::new(cfg))),
             WalkerKind::Radix => AnyHandler::Radix(RadixWalker::new(cfg)),
             WalkerKind::Software => AnyHandler::Software(SoftwareHandler::new(cfg)),
         };

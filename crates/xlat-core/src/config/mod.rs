@@ -5,6 +5,7 @@
 
 pub mod bounds;
 pub mod footprint;
+mod hashed;
 mod hybrid;
 pub mod layout;
 mod lite;
@@ -15,9 +16,11 @@ mod prefetch;
 mod prism;
 mod structures;
 mod time;
+mod virt;
 
 use crate::array::Replacement;
 pub use crate::units::{PageSize, Size};
+pub use hashed::{CwcConfig, HashedConfig, HashedKind};
 pub use hybrid::{Counting, Granularity, HybridConfig, MigrationPolicy};
 use layout::Layout;
 pub use lite::{LiteConfig, LiteReference, LiteThreshold};
@@ -31,6 +34,7 @@ pub use prism::*;
 use serde::{Deserialize, Serialize};
 pub use structures::*;
 pub use time::{TimeConfig, TimeModel, TimeVariant};
+pub use virt::{NtlbConfig, VirtConfig, GUEST_BASE};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -174,6 +178,14 @@ pub struct Config {
     /// absent or `model = "additive"` (then not serialised).
     #[serde(default, skip_serializing_if = "TimeConfig::additive")]
     pub time: Option<TimeConfig>,
+    /// Virtualised translation: the trace runs in a guest, walks are two-dimensional (none by
+    /// default; `[virt]`, mmu/walker/nested.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virt: Option<VirtConfig>,
+    /// A hashed page table in place of the radix walk (none by default; `[hashed_pt]`,
+    /// mmu/walker/hashed.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hashed_pt: Option<HashedConfig>,
     /// The mosaic layout (set by `--layout`; required when `os.policy = "mosaic"`).
     #[serde(default)]
     pub layout: Option<Layout>,
@@ -251,6 +263,8 @@ impl Config {
         }
         self.validate_pscs_and_caches(&mut names)?;
         self.validate_walker()?;
+        self.validate_virt()?;
+        self.validate_hashed()?;
         if let Some(l) = &self.lite {
             l.validate(c, self.walker.kind == WalkerKind::Radix, &self.tlb)?;
         }

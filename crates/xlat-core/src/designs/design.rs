@@ -14,6 +14,10 @@ pub enum Handler {
     Software,
     /// Mach 3.0's handlers, which hold the machine's only TLB and translate every access.
     Mach,
+    /// Nested paging's two-dimensional walker (`[virt]`).
+    Nested,
+    /// A hashed page table's lookup (`[hashed_pt]`).
+    Hashed,
 }
 
 /// Which memory backend a design needs.

@@ -17,6 +17,7 @@ use crate::config::Config;
 mod baselines;
 pub mod contiguity;
 mod design;
+mod hashed;
 pub mod hybrid;
 mod kinds;
 pub mod lite;
@@ -27,6 +28,7 @@ pub mod rainbow;
 mod ranges;
 mod software;
 pub mod tlbcount;
+mod virt;
 
 pub use design::{no_hooks, none, Backend, Claims, Design, Handler, Observer};
 
@@ -39,6 +41,8 @@ pub const DESIGNS: &[&Design] = &[
     &prism::DESIGN,
     &mach::DESIGN,
     &software::DESIGN,
+    &virt::DESIGN,
+    &hashed::DESIGN,
     &kinds::DESIGN,
     &hybrid::DESIGN,
     &rainbow::DESIGN,

@@ -737,7 +737,7 @@ impl<V: Variant> Core<V> {
             return;
         }
         self.mmu.invalidate(&self.inval);
-        self.handler.flush();
+        self.handler.invalidated(&self.inval);
         self.inval.clear();
     }
 

@@ -47,6 +47,10 @@ pub struct SimResult {
     /// `sim.miss_profile`: (2MB region start address, walks in it), by address.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub miss_profile: Option<Vec<(u64, u64)>>,
+    /// `virt.walk_log`: the first walks' loads, one record each ([kind, ...]: see
+    /// `mmu/walker/nested.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub walk_log: Option<Vec<[u64; 5]>>,
     /// `sim.contiguity`: the ranges the OS could form at the end of the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contiguity: Option<crate::os::Contiguity>,
@@ -294,6 +298,7 @@ impl<V: Variant> Core<V> {
             series,
             epochs,
             miss_profile: self.miss_profile(),
+            walk_log: self.handler.walk_log(),
             contiguity: self.cfg.sim.contiguity.then(|| self.os.contiguity()),
             window: None,
             config: self.cfg.to_json(),

@@ -96,6 +96,13 @@ pub trait MissHandler: Counters + Send {
     /// address space without ASIDs).
     fn flush(&mut self) {}
 
+    /// The OS changed or removed the mappings `inval` names (the TLBs have dropped them):
+    /// drop what the handler caches of the page tables (a hashed page table also removes the
+    /// entries of the pages that went).
+    fn invalidated(&mut self, _inval: &[Invalidation]) {
+        self.flush()
+    }
+
     /// Host prefetch of what a miss of `va` will read (no simulated effect).
     #[inline(always)]
     fn prefetch(&self, _os: &Os, _caches: &Caches, _va: u64) {}
@@ -126,6 +133,11 @@ pub trait MissHandler: Counters + Send {
 
     /// Walks per 2MB region (`sim.miss_profile`), if kept.
     fn miss_profile(&self) -> Option<Vec<(u64, u64)>> {
+        None
+    }
+
+    /// The walk log (`virt.walk_log`), if kept: records of the first walks' loads.
+    fn walk_log(&self) -> Option<Vec<[u64; 5]>> {
         None
     }
 }

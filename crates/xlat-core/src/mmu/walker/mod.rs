@@ -8,16 +8,20 @@
 //! [`MissHandler`], a variant of [`AnyHandler`] and a `walker.kind` value.
 
 mod handler;
+pub mod hashed;
+pub mod nested;
 pub mod radix;
 pub mod software;
 
 use crate::mem::backend::Backend;
 use crate::mem::Caches;
 use crate::mmu::Shape;
-use crate::os::{Os, SimError};
+use crate::os::{Invalidation, Os, SimError};
 use crate::stats::{Counters, Sink};
 use crate::units::PageSize;
 pub use handler::{MissCx, MissHandler};
+pub use hashed::HashedWalker;
+pub use nested::NestedWalker;
 pub use radix::RadixWalker;
 pub use software::SoftwareHandler;
 use xlat_trace::SideBody;
@@ -26,6 +30,9 @@ use xlat_trace::SideBody;
 pub enum AnyHandler {
     Radix(RadixWalker),
     Software(SoftwareHandler),
+    /// Boxed: it holds the host's OS model.
+    Nested(Box<NestedWalker>),
+    Hashed(Box<HashedWalker>),
 }
 
 impl MissHandler for AnyHandler {
@@ -39,18 +46,32 @@ impl MissHandler for AnyHandler {
         match self {
             AnyHandler::Radix(h) => h.handle::<S, B>(cx, r, va),
             AnyHandler::Software(h) => h.handle::<S, B>(cx, r, va),
+            AnyHandler::Nested(h) => h.handle::<S, B>(cx, r, va),
+            AnyHandler::Hashed(h) => h.handle::<S, B>(cx, r, va),
         }
     }
     fn misses(&self) -> u64 {
         match self {
             AnyHandler::Radix(h) => h.misses(),
             AnyHandler::Software(h) => h.misses(),
+            AnyHandler::Nested(h) => h.misses(),
+            AnyHandler::Hashed(h) => h.misses(),
+        }
+    }
+    fn invalidated(&mut self, inval: &[Invalidation]) {
+        match self {
+            AnyHandler::Radix(h) => h.invalidated(inval),
+            AnyHandler::Software(h) => h.invalidated(inval),
+            AnyHandler::Nested(h) => h.invalidated(inval),
+            AnyHandler::Hashed(h) => h.invalidated(inval),
         }
     }
     fn flush(&mut self) {
         match self {
             AnyHandler::Radix(h) => h.flush(),
             AnyHandler::Software(h) => h.flush(),
+            AnyHandler::Nested(h) => h.flush(),
+            AnyHandler::Hashed(h) => h.flush(),
         }
     }
     #[inline]
@@ -66,30 +87,46 @@ impl MissHandler for AnyHandler {
         match self {
             AnyHandler::Radix(h) => h.settle(caches),
             AnyHandler::Software(h) => h.settle(caches),
+            AnyHandler::Nested(h) => h.settle(caches),
+            AnyHandler::Hashed(h) => h.settle(caches),
         }
     }
     fn side(&mut self, body: &SideBody) {
         match self {
             AnyHandler::Radix(h) => h.side(body),
             AnyHandler::Software(h) => h.side(body),
+            AnyHandler::Nested(h) => h.side(body),
+            AnyHandler::Hashed(h) => h.side(body),
         }
     }
     fn check(&self) -> Result<(), String> {
         match self {
             AnyHandler::Radix(h) => h.check(),
             AnyHandler::Software(h) => h.check(),
+            AnyHandler::Nested(h) => h.check(),
+            AnyHandler::Hashed(h) => h.check(),
         }
     }
     fn cycles(&self) -> u64 {
         match self {
             AnyHandler::Radix(h) => h.cycles(),
             AnyHandler::Software(h) => h.cycles(),
+            AnyHandler::Nested(h) => h.cycles(),
+            AnyHandler::Hashed(h) => h.cycles(),
         }
     }
     fn miss_profile(&self) -> Option<Vec<(u64, u64)>> {
         match self {
             AnyHandler::Radix(h) => h.miss_profile(),
             AnyHandler::Software(h) => h.miss_profile(),
+            AnyHandler::Nested(h) => h.miss_profile(),
+            AnyHandler::Hashed(h) => h.miss_profile(),
+        }
+    }
+    fn walk_log(&self) -> Option<Vec<[u64; 5]>> {
+        match self {
+            AnyHandler::Nested(h) => h.walk_log(),
+            _ => None,
         }
     }
 }
@@ -99,6 +136,8 @@ impl Counters for AnyHandler {
         match self {
             AnyHandler::Radix(h) => h.counters(out),
             AnyHandler::Software(h) => h.counters(out),
+            AnyHandler::Nested(h) => h.counters(out),
+            AnyHandler::Hashed(h) => h.counters(out),
         }
     }
 }
