@@ -140,7 +140,7 @@ class Reference:
 def walks_of(log):
     """xlat's walk log as [(va, guest root, host root, [(dim, level, pa)], (frame, size))]."""
     out = []
-    for kind, a, b, c, d in log:
+    for kind, a, b, c, _d in log:
         if kind == 0:
             out.append([a, b, c, [], None])
         elif kind in (1, 2):
@@ -191,7 +191,7 @@ def test_every_walk_makes_the_reference_loads_in_order(trace, gpsc, hpsc, ntlb, 
     walks = walks_of(r.walk_log)
     assert len(walks) == r.counters["walker.walks"] > 100
     mem = {}
-    for kind, a, b, c, d in r.walk_log:
+    for kind, _a, b, c, d in r.walk_log:
         if kind in (1, 2):
             assert mem.setdefault(b, (c, d)) == (c, d), "an entry changed between loads"
     ref = Reference(
