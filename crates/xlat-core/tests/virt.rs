@@ -205,3 +205,25 @@ fn the_shipped_virtualised_presets_run_and_count_both_dimensions() {
         assert!(c["virt.ntlb.hits"] > 0 && c["virt.host.os.faults_2m"] > 0, "{cpu}");
     }
 }
+
+#[test]
+fn a_hashed_host_table_makes_each_host_translation_one_lookup() {
+    // Elastic cuckoo in the host (3 ways, only 4KB host pages: one size probed): the four guest
+    // loads and the data's guest-physical address each take one lookup of 3 parallel probes:
+    // 4 + 5 x 3 loads, 4 + 5 latencies.
+    let cuckoo = "[virt.host_hashed]\nkind = \"cuckoo\"\nways = 3\n";
+    let c = counts(&machine(4, 4, cuckoo), &[BASE]);
+    assert_eq!((c["walker.loads"], c["walker.loads.guest"], c["walker.loads.host"]), (19, 4, 15));
+    assert_eq!(c["walker.cycles"], 9 * 100);
+    assert_eq!((c["virt.host_walks"], c["virt.vm_exits"]), (5, 5));
+    // The five host pages are the guest's first five frames: one cluster of 8, one entry.
+    assert_eq!((c["virt.host.hpt.inserts"], c["virt.host.hpt.4kb.entries"]), (1, 1));
+    // Chained: one bucket load each (five entries in 16384 buckets, none chained).
+    let chained = "[virt.host_hashed]\nkind = \"chained\"\n";
+    let c = counts(&machine(4, 4, chained), &[BASE]);
+    assert_eq!(c["virt.host.hpt.chain_loads"], 0);
+    assert_eq!((c["walker.loads"], c["walker.cycles"]), (9, 9 * 100));
+    let text = "name = \"v\"\n[[tlb]]\nname = \"l1\"\nlevel = 1\nrole = \"unified\"\nentries = 4\nways = 4\npage_sizes = [\"4KB\"]\n[virt]\n[virt.host_hashed]\nkind = \"cuckoo\"\nways = 0\n";
+    let e = Config::from_toml("v", text, &[]).expect_err("refused").to_string();
+    assert!(e.contains("virt.host_hashed.ways = 0 must be between 2 and 8"), "{e}");
+}

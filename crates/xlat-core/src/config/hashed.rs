@@ -76,34 +76,43 @@ fn default_kicks() -> u32 {
     32
 }
 
-impl Config {
-    pub(super) fn validate_hashed(&self) -> Result<()> {
-        let Some(h) = &self.hashed_pt else { return Ok(()) };
-        let c = &self.name;
+impl HashedConfig {
+    /// This table's own rules; `key` names it in sentences (`hashed_pt`, `virt.host_hashed`).
+    pub(super) fn validate(&self, c: &str, key: &str) -> Result<()> {
+        let h = self;
         if h.kind == HashedKind::Cuckoo && !(2..=8).contains(&h.ways) {
             return err(format!(
-                "config '{c}': hashed_pt.ways = {} must be between 2 and 8 (cuckoo hashing moves an entry to another of its ways).",
+                "config '{c}': {key}.ways = {} must be between 2 and 8 (cuckoo hashing moves an entry to another of its ways).",
                 h.ways
             ));
         }
         if !h.entries.is_power_of_two() || !(64..=1 << 30).contains(&h.entries) {
             return err(format!(
-                "config '{c}': hashed_pt.entries = {} must be a power of two between 64 and 2^30.",
+                "config '{c}': {key}.entries = {} must be a power of two between 64 and 2^30.",
                 h.entries
             ));
         }
         if !(h.resize_at > 0.0 && h.resize_at <= 1.0) {
-            return err(format!("config '{c}': hashed_pt.resize_at = {} must be above 0 and at most 1.", h.resize_at));
+            return err(format!("config '{c}': {key}.resize_at = {} must be above 0 and at most 1.", h.resize_at));
         }
         if h.rehash_per_insert == 0 {
-            return err(format!("config '{c}': hashed_pt.rehash_per_insert must be at least 1."));
+            return err(format!("config '{c}': {key}.rehash_per_insert must be at least 1."));
         }
         if let Some(w) = &h.cwc {
-            super::check_geometry(&format!("config '{c}': hashed_pt.cwc"), w.entries, w.ways, w.replacement)?;
+            super::check_geometry(&format!("config '{c}': {key}.cwc"), w.entries, w.ways, w.replacement)?;
             if h.kind != HashedKind::Cuckoo {
-                return err(format!("config '{c}': hashed_pt.cwc applies to kind = \"cuckoo\" only."));
+                return err(format!("config '{c}': {key}.cwc applies to kind = \"cuckoo\" only."));
             }
         }
+        Ok(())
+    }
+}
+
+impl Config {
+    pub(super) fn validate_hashed(&self) -> Result<()> {
+        let Some(h) = &self.hashed_pt else { return Ok(()) };
+        let c = &self.name;
+        h.validate(c, "hashed_pt")?;
         if !self.psc.is_empty() {
             return err(format!(
                 "config '{c}': [hashed_pt] has no page-table levels for [[psc]] to cache; remove the PSCs (--set psc=[])."

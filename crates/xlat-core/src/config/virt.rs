@@ -50,6 +50,10 @@ pub struct VirtConfig {
     /// timed, as the guest's is not.
     #[serde(default = "default_exit_cycles")]
     pub vm_exit_cycles: u64,
+    /// The host's page table as a hashed table (`[hashed_pt]`'s keys) instead of a radix tree:
+    /// each host translation is a hashed lookup (none by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_hashed: Option<super::HashedConfig>,
     /// Record the first this-many walks' loads in the result's `walk_log` (for the reference
     /// check in tests/test_virt.py; 0: none).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -85,6 +89,7 @@ impl Config {
         h.memory.kinds.clear();
         h.memory.fragmentation = 0.0;
         h.layout = None;
+        h.hashed_pt = v.host_hashed.clone();
         h.virt = None;
         Some(h)
     }
@@ -137,6 +142,14 @@ impl Config {
                 return err(format!("{w}: the name is a guest PSC's too; give it another."));
             }
             seen.push(p.caches);
+        }
+        if let Some(h) = &v.host_hashed {
+            h.validate(c, "virt.host_hashed")?;
+            if !v.host_psc.is_empty() {
+                return err(format!(
+                    "config '{c}': virt.host_hashed has no page-table levels for virt.host_psc to cache; remove one."
+                ));
+            }
         }
         if let Some(n) = &v.ntlb {
             super::check_geometry(&format!("config '{c}': virt.ntlb"), n.entries, n.ways, n.replacement)?;

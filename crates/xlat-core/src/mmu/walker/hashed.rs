@@ -140,6 +140,16 @@ pub struct HashedWalker {
     hit_names: Vec<String>,
 }
 
+/// A probe load at `pa` through the caches, counted in `loads_at` by where it hit: its latency.
+#[inline(always)]
+fn load_at<S: Shape, B: Backend>(loads_at: &mut [u64], cx: &mut MissCx<'_, B>, pa: u64) -> u64 {
+    let n = cx.caches.levels.len();
+    let (hit, lat) = if n == 0 { (0, cx.caches.dram_latency) } else { cx.caches.access_walk_as(S::LANES.caches, pa) };
+    let lat = if hit == n { cx.backend.access(pa, false, true, lat) } else { lat };
+    loads_at[hit] += 1;
+    lat
+}
+
 /// The key of the cluster of `va`'s page of size `s` in address space `asid`.
 fn key(asid: u32, va: u64, s: PageSize) -> u64 {
     ((asid as u64) << 48) | ((va >> s.shift()) / CLUSTER)
@@ -168,6 +178,11 @@ impl HashedWalker {
             hit_names,
             cfg: h,
         }
+    }
+
+    /// Probe loads so far, by where they hit (the caches' levels, then memory).
+    pub fn loads_at(&self) -> &[u64] {
+        &self.ws.loads_at
     }
 
     fn random(&mut self) -> u64 {
@@ -222,6 +237,18 @@ impl HashedWalker {
     fn pa(t: &Table, p: Place) -> u64 {
         let ways = if p.old { &t.old.as_ref().expect("growing").0 } else { &t.ways };
         ways[p.way].pa(p.slot)
+    }
+
+    /// Whether table `s` holds cluster `k` (the slots a lookup probes, or the bucket's chain).
+    fn holds(&self, k: u64, s: PageSize) -> bool {
+        let Some(t) = &self.tables[s as usize] else { return false };
+        match self.cfg.kind {
+            HashedKind::Cuckoo => (0..t.ways.len()).any(|w| Self::slot_of(t, Self::place_of(t, k, w)) == k + 1),
+            HashedKind::Chained => {
+                let b = hash(k, 0) & (t.ways[0].slots.len() as u64 - 1);
+                t.ways[0].slots[b as usize] == k + 1 || t.chains.get(&b).is_some_and(|c| c.iter().any(|x| x.0 == k))
+            }
+        }
     }
 
     /// The OS mapped `va`'s page (size `s`): make sure its cluster's entry holds it.
@@ -434,12 +461,7 @@ impl HashedWalker {
     /// A probe load at `pa` through the caches: its latency.
     #[inline(always)]
     fn load<S: Shape, B: Backend>(&mut self, cx: &mut MissCx<'_, B>, pa: u64) -> u64 {
-        let n = cx.caches.levels.len();
-        let (hit, lat) =
-            if n == 0 { (0, cx.caches.dram_latency) } else { cx.caches.access_walk_as(S::LANES.caches, pa) };
-        let lat = if hit == n { cx.backend.access(pa, false, true, lat) } else { lat };
-        self.ws.loads_at[hit] += 1;
-        lat
+        load_at::<S, B>(&mut self.ws.loads_at, cx, pa)
     }
 
     /// The sizes a lookup of `va` (whose page is of size `s`) probes, and the cycles spent
@@ -485,17 +507,23 @@ impl MissHandler for HashedWalker {
         va: u64,
     ) -> Result<(u64, PageSize), SimError> {
         self.ws.walks += 1;
+        let mut faulted = false;
         let (pfn, size) = match cx.os.translate(va) {
             Some(x) => x,
             None => {
                 self.ws.faulting_walks += 1;
+                faulted = true;
                 cx.fault(va)?;
                 cx.os.translate(va).expect("the fault mapped the page")
             }
         };
         self.ws.walks_by_size[size as usize] += 1;
         let asid = cx.os.asid();
-        self.insert(asid, va, size, cx.os)?;
+        // The fault that mapped the page inserts it; a page mapped otherwise (eagerly, or its
+        // entry gone with its cluster's other pages) joins at its first walk that misses it.
+        if faulted || !self.holds(key(asid, va, size), size) {
+            self.insert(asid, va, size, cx.os)?;
+        }
         let mut cycles = self.latency;
         match self.cfg.kind {
             HashedKind::Cuckoo => {
@@ -505,9 +533,9 @@ impl MissHandler for HashedWalker {
                 for s in PageSize::ALL.into_iter().filter(|&s| sizes & (1 << s as u8) != 0) {
                     let k = key(asid, va, s);
                     let t = self.tables[s as usize].as_ref().expect("a size with entries has a table");
-                    let pas: Vec<u64> = (0..t.ways.len()).map(|w| Self::pa(t, Self::place_of(t, k, w))).collect();
-                    for pa in pas {
-                        slowest = slowest.max(self.load::<S, B>(cx, pa));
+                    for w in 0..t.ways.len() {
+                        let pa = Self::pa(t, Self::place_of(t, k, w));
+                        slowest = slowest.max(load_at::<S, B>(&mut self.ws.loads_at, cx, pa));
                     }
                 }
                 cycles += slowest;
@@ -517,21 +545,17 @@ impl MissHandler for HashedWalker {
                     let Some(t) = self.tables[s as usize].as_ref().filter(|t| t.entries > 0) else { continue };
                     let k = key(asid, va, s);
                     let b = hash(k, 0) & (t.ways[0].slots.len() as u64 - 1);
-                    let mut pas = vec![t.ways[0].pa(b)];
-                    let found_in_bucket = t.ways[0].slots[b as usize] == k + 1;
-                    let mut found = found_in_bucket;
-                    if !found_in_bucket {
+                    cycles += load_at::<S, B>(&mut self.ws.loads_at, cx, t.ways[0].pa(b));
+                    let mut found = t.ways[0].slots[b as usize] == k + 1;
+                    if !found {
                         for &(k2, pa) in t.chains.get(&b).map_or(&[][..], |c| &c[..]) {
-                            pas.push(pa);
+                            self.ws.chain_loads += 1;
+                            cycles += load_at::<S, B>(&mut self.ws.loads_at, cx, pa);
                             if k2 == k {
                                 found = true;
                                 break;
                             }
                         }
-                    }
-                    self.ws.chain_loads += pas.len() as u64 - 1;
-                    for pa in pas {
-                        cycles += self.load::<S, B>(cx, pa);
                     }
                     if found {
                         break;
@@ -545,6 +569,28 @@ impl MissHandler for HashedWalker {
 
     fn misses(&self) -> u64 {
         self.ws.walks
+    }
+
+    /// The PTE of `va` the OS's translation reads, and the 4KB table's slots a lookup of it
+    /// probes (no simulated effect).
+    #[inline(always)]
+    fn prefetch(&self, os: &Os, _caches: &Caches, va: u64) {
+        let pt = os.tables();
+        if let Some(t) = pt.pt_of(os.root(), os.levels(), va) {
+            pt.prefetch(t, crate::os::pagetable::index(va, 1));
+        }
+        if let Some(t) = &self.tables[0] {
+            let k = key(os.asid(), va, PageSize::Size4K);
+            for w in 0..t.ways.len() {
+                let p = Self::place_of(t, k, w);
+                let ways = if p.old { &t.old.as_ref().expect("growing").0 } else { &t.ways };
+                crate::host::prefetch_ptr(ways[p.way].slots.as_ptr().wrapping_add(p.slot as usize));
+            }
+        }
+    }
+
+    fn prefetches(&self) -> bool {
+        true
     }
 
     fn invalidated(&mut self, inval: &[Invalidation]) {

@@ -76,12 +76,15 @@ impl MissHandler for AnyHandler {
     }
     #[inline]
     fn prefetch(&self, os: &Os, caches: &Caches, va: u64) {
-        if let AnyHandler::Radix(h) = self {
-            h.prefetch(os, caches, va)
+        match self {
+            AnyHandler::Radix(h) => h.prefetch(os, caches, va),
+            AnyHandler::Software(_) => {}
+            AnyHandler::Nested(h) => h.prefetch(os, caches, va),
+            AnyHandler::Hashed(h) => h.prefetch(os, caches, va),
         }
     }
     fn prefetches(&self) -> bool {
-        matches!(self, AnyHandler::Radix(_))
+        !matches!(self, AnyHandler::Software(_))
     }
     fn settle(&mut self, caches: &mut Caches) {
         match self {
