@@ -32,13 +32,38 @@ SYNTHETIC = {
 }
 REAL = ("numpy-gather", "dict-lookups", "xz", "graph-bfs", "sqlite-join")
 DATA = "sim.data_through_caches=true"
+NO_PSC = tuple(f"psc.{p}={{remove=true}}" for p in ("pml4e", "pdpte", "pde"))
 CONFIGS = {
     "radix": xlat.Run(cpu="skylake", set=(DATA,)),
     "cuckoo": xlat.Run(config="hashed/cuckoo", set=(DATA,)),
     "chained": xlat.Run(config="hashed/chained", set=(DATA,)),
     "nested (host THP)": xlat.Run(config="virt/skylake", set=(DATA,)),
     "nested (host 4KB)": xlat.Run(config="virt/skylake", set=(DATA, "virt.host.policy=4k")),
+    # The host's page table hashed (guest radix over a hashed host; the host's PSCs go).
+    "nested (host 4KB), host cuckoo": xlat.Run(
+        config="virt/skylake",
+        set=(DATA, "virt.host.policy=4k", "virt.host_psc=[]", "virt.host_hashed.kind=cuckoo"),
+    ),
+    "nested (host 4KB), host chained": xlat.Run(
+        config="virt/skylake",
+        set=(
+            DATA,
+            "virt.host.policy=4k",
+            "virt.host_psc=[]",
+            "virt.host_hashed.kind=chained",
+            "virt.host_hashed.entries=65536",
+        ),
+    ),
+    # Ablations: each removes one structure the designs above have.
+    "radix, no PSCs": xlat.Run(cpu="skylake", set=(DATA, *NO_PSC)),
+    "cuckoo, no walk cache": xlat.Run(cpu="skylake", set=(DATA, *NO_PSC, "hashed_pt.kind=cuckoo")),
+    "nested (host 4KB), no nested TLB or host PSCs": xlat.Run(
+        cpu="skylake", set=(DATA, "virt.host.policy=4k")
+    ),
 }
+
+
+GROUPS = (list(CONFIGS)[:5], list(CONFIGS)[5:7], list(CONFIGS)[7:])
 
 
 def row(name: str, label: str, r) -> dict:
@@ -59,7 +84,7 @@ def row(name: str, label: str, r) -> dict:
             "guest_loads_per_walk": c["walker.loads.guest"] / walks,
             "host_loads_per_walk": c["walker.loads.host"] / walks,
             "vm_exits": c["virt.vm_exits"],
-            "ntlb_hit_ratio": c["virt.ntlb.hits"] / max(c["virt.ntlb.accesses"], 1),
+            "ntlb_hit_ratio": c.get("virt.ntlb.hits", 0) / max(c.get("virt.ntlb.accesses", 0), 1),
         }
     if "hpt.inserts" in c:
         out |= {
@@ -101,9 +126,14 @@ def main() -> int:
     by = {(r["workload"], r["config"]): r for r in rows}
     names = list(inputs)
     for key, what in (("loads_per_walk", "walk loads per walk"), ("cycles_per_walk", "cycles per walk")):
-        print(f"**{what}**\n")
-        print(table(["workload", *CONFIGS], [[n, *(f"{by[n, c][key]:.2f}" for c in CONFIGS)] for n in names]))
-        print()
+        for part, cols in (
+            ("", GROUPS[0]),
+            (", nested over a hashed host", GROUPS[1]),
+            (", ablations", GROUPS[2]),
+        ):
+            print(f"**{what}{part}**\n")
+            print(table(["workload", *cols], [[n, *(f"{by[n, c][key]:.2f}" for c in cols)] for n in names]))
+            print()
     print(
         "**nested walks: each dimension's loads per walk, DRAM loads per walk, nested TLB hit ratio, VM exits**\n"
     )
@@ -152,24 +182,25 @@ def plot(rows: list[dict], names: list[str], path: str) -> None:
     import matplotlib.pyplot as plt
 
     by = {(r["workload"], r["config"]): r for r in rows}
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
-    width = 0.8 / len(CONFIGS)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+    shown = GROUPS[0] + GROUPS[1]
+    width = 0.8 / len(shown)
     for ax, key, label in (
         (axes[0], "loads_per_walk", "walk loads per walk"),
         (axes[1], "cycles_per_walk", "cycles per walk"),
     ):
-        for i, c in enumerate(CONFIGS):
-            xs = [j + (i - (len(CONFIGS) - 1) / 2) * width for j in range(len(names))]
+        for i, c in enumerate(shown):
+            xs = [j + (i - (len(shown) - 1) / 2) * width for j in range(len(names))]
             ax.bar(xs, [by[n, c][key] for n in names], width, label=c)
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
         ax.set_ylabel(label)
         ax.set_ylim(bottom=0)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(CONFIGS), frameon=False)
+    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False)
     fig.suptitle(
         "Page walks: radix, hashed (cuckoo, chained) and nested radix (Skylake, data through the caches)"
     )
-    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
+    fig.tight_layout(rect=(0, 0.12, 1, 0.95))
     fig.savefig(path, dpi=110)
 
 
