@@ -222,3 +222,26 @@ def test_walk_log_is_off_by_default_and_the_cli_prints_both_dimensions(xlat_cli)
         "nested TLB hit ratio",
     ):
         assert row in out, row
+
+
+@pytest.mark.parametrize(
+    "args,sentence",
+    [
+        (
+            ["--config", "virt/skylake", "--set", "virt.host_memory=32GiB"],
+            "does not fit in the host's (virt.host_memory = 34359738368 bytes)",
+        ),
+        (["--config", "hashed/cuckoo", "--set", "hashed_pt.ways=0"], "hashed_pt.ways = 0 must be between 2 and 8"),
+        (["--config", "virt/skylake", "--set", "virt.host.levels=0"], "virt.host.levels = 0 must be 4 or 5"),
+        (
+            ["--config", "virt/skylake", "--set", "virt.host_hashed.kind=cuckoo"],
+            "virt.host_hashed has no page-table levels for virt.host_psc to cache",
+        ),
+    ],
+)
+def test_bad_input_is_one_sentence_and_a_non_zero_exit(xlat_cli, args, sentence):
+    r = xlat_cli("sim", *args, "workload:gups?size=64MiB&accesses=1000", check=False)
+    assert r.returncode == 1, r.stderr
+    said = r.stderr.strip()
+    assert said.startswith("xlat: error: ") and sentence in said and "Traceback" not in said, said
+    assert len(said.splitlines()) == 1, said

@@ -3,8 +3,9 @@
 //! chained hash table, one table per page size, each entry a cluster of 8 consecutive pages'
 //! entries in one 64-byte line.
 
+use super::parse::check_geometry;
 use super::parse::{err, Result};
-use super::{Config, Replacement};
+use crate::array::Replacement;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,29 +100,10 @@ impl HashedConfig {
             return err(format!("config '{c}': {key}.rehash_per_insert must be at least 1."));
         }
         if let Some(w) = &h.cwc {
-            super::check_geometry(&format!("config '{c}': {key}.cwc"), w.entries, w.ways, w.replacement)?;
+            check_geometry(&format!("config '{c}': {key}.cwc"), w.entries, w.ways, w.replacement)?;
             if h.kind != HashedKind::Cuckoo {
                 return err(format!("config '{c}': {key}.cwc applies to kind = \"cuckoo\" only."));
             }
-        }
-        Ok(())
-    }
-}
-
-impl Config {
-    pub(super) fn validate_hashed(&self) -> Result<()> {
-        let Some(h) = &self.hashed_pt else { return Ok(()) };
-        let c = &self.name;
-        h.validate(c, "hashed_pt")?;
-        if !self.psc.is_empty() {
-            return err(format!(
-                "config '{c}': [hashed_pt] has no page-table levels for [[psc]] to cache; remove the PSCs (--set psc=[])."
-            ));
-        }
-        if self.prism().is_some() || self.os.metadata != Default::default() {
-            return err(format!(
-                "config '{c}': [hashed_pt] does not run with PRISM's metadata registry yet (it sits beside radix page-directory pages)."
-            ));
         }
         Ok(())
     }

@@ -18,7 +18,6 @@ mod structures;
 mod time;
 mod virt;
 
-use crate::array::Replacement;
 pub use crate::units::{PageSize, Size};
 pub use hashed::{CwcConfig, HashedConfig, HashedKind};
 pub use hybrid::{Counting, Granularity, HybridConfig, MigrationPolicy};
@@ -28,7 +27,7 @@ pub use mach::{MachConfig, PartitionPolicy, PtlbKernelIpc, StlbKind};
 use os::is_default_range_threshold;
 pub use os::*;
 pub use parse::{apply_set, ConfigError, Result};
-pub(crate) use parse::{err, extend, from_value, parse_toml};
+pub(crate) use parse::{check_geometry, err, extend, from_value, parse_toml};
 pub use prefetch::{PrefetchKind, TlbPrefetchConfig};
 pub use prism::*;
 use serde::{Deserialize, Serialize};
@@ -587,23 +586,108 @@ impl Config {
 /// The smallest `memory.max_order`: order 9, a 2MB block.
 pub const MIN_MAX_ORDER: u32 = 9;
 
-fn check_geometry(w: &str, entries: u64, ways: u64, repl: Replacement) -> Result<()> {
-    if entries == 0 {
-        return err(format!("{w}: entries must be positive, not 0."));
+// ---- [virt] and [hashed_pt]: what they need of the whole configuration (their own tables'
+// rules are in virt.rs and hashed.rs).
+
+impl Config {
+    /// The host's configuration: this one with `[virt.host]` as its OS and the host's memory,
+    /// one kind of memory, no layout.
+    pub fn virt_host(&self) -> Option<Config> {
+        let v = self.virt.as_ref()?;
+        let mut h = self.clone();
+        h.name = format!("{} [virt.host]", self.name);
+        h.os = v.host.clone();
+        h.memory.size = Size(v.host_memory(self.memory.size.0));
+        h.memory.kinds.clear();
+        h.memory.fragmentation = 0.0;
+        h.layout = None;
+        h.hashed_pt = v.host_hashed.clone();
+        h.virt = None;
+        Some(h)
     }
-    if entries > (1 << 28) {
-        return err(format!("{w}: entries = {entries} is larger than 2^28."));
+
+    /// `[virt]`: the host's memory holds the guest's, its policies are the OS model's, and the
+    /// designs that read the guest's frames as machine frames are refused.
+    pub(super) fn validate_virt(&self) -> Result<()> {
+        let Some(v) = &self.virt else { return Ok(()) };
+        let c = &self.name;
+        let (guest, host) = (self.memory.size.0, v.host_memory(self.memory.size.0));
+        if host < guest.saturating_add(1 << 21) {
+            return err(format!(
+                "config '{c}': the guest's memory (memory.size = {guest} bytes) does not fit in the host's (virt.host_memory = {host} bytes): the guest's physical memory is one mapping of the host's, which also holds the host's page tables; give the host at least 2MiB more than the guest."
+            ));
+        }
+        if !(4..=5).contains(&v.host.levels) {
+            return err(format!("config '{c}': virt.host.levels = {} must be 4 or 5.", v.host.levels));
+        }
+        if v.host.policy == Policy::Mosaic {
+            return err(format!(
+                "config '{c}': virt.host.policy = \"mosaic\" is not modelled: the host maps the guest's memory with 4k, thp or 1g pages."
+            ));
+        }
+        let others = [
+            (self.memory.kinds.len() > 1, "several memory kinds (memory.kinds)"),
+            (self.hybrid.is_some(), "a hybrid memory ([hybrid])"),
+            (self.os.ranges != Default::default(), "range translations (os.ranges)"),
+            (!self.range_tlb.is_empty(), "range TLBs ([[range_tlb]])"),
+            (self.cluster_tlb().is_some(), "a clustered TLB ([cluster_tlb])"),
+            (self.direct_segment().is_some(), "a direct segment ([direct_segment])"),
+            (self.prism().is_some(), "PRISM ([prism])"),
+            (self.tlb_prefetch.is_some(), "a TLB prefetcher ([tlb_prefetch])"),
+        ];
+        if let Some((_, what)) = others.iter().find(|o| o.0) {
+            return err(format!(
+                "config '{c}': [virt] does not run with {what} yet: they read the guest's frames as the machine's; remove one."
+            ));
+        }
+        let mut seen = Vec::new();
+        for (i, p) in v.host_psc.iter().enumerate() {
+            let w = format!("config '{c}': virt.host_psc '{}' (virt.host_psc[{i}])", p.name);
+            check_geometry(&w, p.entries, p.ways, p.replacement)?;
+            if p.caches.table_level() > v.host.levels as usize {
+                return err(format!("{w}: caches = \"pml5e\" needs virt.host.levels = 5."));
+            }
+            if seen.contains(&p.caches) {
+                return err(format!("{w}: a second host PSC for the same level ({:?}).", p.caches));
+            }
+            if self.psc.iter().any(|g| g.name == p.name) {
+                return err(format!("{w}: the name is a guest PSC's too; give it another."));
+            }
+            seen.push(p.caches);
+        }
+        if let Some(h) = &v.host_hashed {
+            h.validate(c, "virt.host_hashed")?;
+            if !v.host_psc.is_empty() {
+                return err(format!(
+                    "config '{c}': virt.host_hashed has no page-table levels for virt.host_psc to cache; remove one."
+                ));
+            }
+        }
+        if let Some(n) = &v.ntlb {
+            check_geometry(&format!("config '{c}': virt.ntlb"), n.entries, n.ways, n.replacement)?;
+        }
+        let host = self.virt_host().expect("[virt] is present");
+        host.validate_kinds_and_policies().map_err(|e| ConfigError(format!("{e} (in [virt.host])")))
     }
-    if ways == 0 {
-        return err(format!("{w}: ways must be positive, not 0."));
+}
+
+impl Config {
+    pub(super) fn validate_hashed(&self) -> Result<()> {
+        let Some(h) = &self.hashed_pt else { return Ok(()) };
+        let c = &self.name;
+        h.validate(c, "hashed_pt")?;
+        if !self.psc.is_empty() {
+            return err(format!(
+                "config '{c}': [hashed_pt] has no page-table levels for [[psc]] to cache; remove the PSCs (--set psc=[])."
+            ));
+        }
+        if self.prism().is_some() || self.os.metadata != Default::default() {
+            return err(format!(
+                "config '{c}': [hashed_pt] does not run with PRISM's metadata registry yet (it sits beside radix page-directory pages)."
+            ));
+        }
+        Ok(())
     }
-    if ways > entries || !entries.is_multiple_of(ways) {
-        return err(format!("{w}: ways = {ways} does not divide entries = {entries}."));
-    }
-    if repl == Replacement::TreePlru && ways > 64 {
-        return err(format!("{w}: tree-plru supports at most 64 ways, not {ways}."));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -241,3 +241,24 @@ fn set_whole_entry(
     }
     Ok(())
 }
+
+/// A set-associative structure's geometry: entries and ways positive, ways dividing entries,
+/// tree-PLRU within its 64 ways; `w` names the structure in the sentence.
+pub(crate) fn check_geometry(w: &str, entries: u64, ways: u64, repl: crate::array::Replacement) -> Result<()> {
+    if entries == 0 {
+        return err(format!("{w}: entries must be positive, not 0."));
+    }
+    if entries > (1 << 28) {
+        return err(format!("{w}: entries = {entries} is larger than 2^28."));
+    }
+    if ways == 0 {
+        return err(format!("{w}: ways must be positive, not 0."));
+    }
+    if ways > entries || !entries.is_multiple_of(ways) {
+        return err(format!("{w}: ways = {ways} does not divide entries = {entries}."));
+    }
+    if repl == crate::array::Replacement::TreePlru && ways > 64 {
+        return err(format!("{w}: tree-plru supports at most 64 ways, not {ways}."));
+    }
+    Ok(())
+}

@@ -1,6 +1,7 @@
 //! Tests of configuration parsing, overrides and validation.
 
 use super::*;
+use crate::array::Replacement;
 
 const MIN: &str = r#"
 name = "t"

@@ -4,10 +4,11 @@
 //! which maps the guest's physical memory as one anonymous mapping of its own. A TLB miss walks
 //! in two dimensions (`mmu/walker/nested.rs`, docs/virtualisation.md).
 
-use super::os::{OsConfig, Policy};
-use super::parse::{err, Result};
+use super::hashed::HashedConfig;
+use super::os::OsConfig;
 use super::structures::PscConfig;
-use super::{Config, Replacement, Size};
+use crate::array::Replacement;
+use crate::units::Size;
 use serde::{Deserialize, Serialize};
 
 /// Where the guest's physical memory starts in the host's virtual address space (1GB-aligned,
@@ -53,7 +54,7 @@ pub struct VirtConfig {
     /// The host's page table as a hashed table (`[hashed_pt]`'s keys) instead of a radix tree:
     /// each host translation is a hashed lookup (none by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_hashed: Option<super::HashedConfig>,
+    pub host_hashed: Option<HashedConfig>,
     /// Record the first this-many walks' loads in the result's `walk_log` (for the reference
     /// check in tests/test_virt.py; 0: none).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -74,87 +75,5 @@ impl VirtConfig {
     /// The host's physical memory for a guest of `guest` bytes.
     pub fn host_memory(&self, guest: u64) -> u64 {
         self.host_memory.map_or_else(|| guest.saturating_mul(2).min(1 << 42), |s| s.0)
-    }
-}
-
-impl Config {
-    /// The host's configuration: this one with `[virt.host]` as its OS and the host's memory,
-    /// one kind of memory, no layout.
-    pub fn virt_host(&self) -> Option<Config> {
-        let v = self.virt.as_ref()?;
-        let mut h = self.clone();
-        h.name = format!("{} [virt.host]", self.name);
-        h.os = v.host.clone();
-        h.memory.size = Size(v.host_memory(self.memory.size.0));
-        h.memory.kinds.clear();
-        h.memory.fragmentation = 0.0;
-        h.layout = None;
-        h.hashed_pt = v.host_hashed.clone();
-        h.virt = None;
-        Some(h)
-    }
-
-    /// `[virt]`: the host's memory holds the guest's, its policies are the OS model's, and the
-    /// designs that read the guest's frames as machine frames are refused.
-    pub(super) fn validate_virt(&self) -> Result<()> {
-        let Some(v) = &self.virt else { return Ok(()) };
-        let c = &self.name;
-        let (guest, host) = (self.memory.size.0, v.host_memory(self.memory.size.0));
-        if host < guest.saturating_add(1 << 21) {
-            return err(format!(
-                "config '{c}': the guest's memory (memory.size = {guest} bytes) does not fit in the host's (virt.host_memory = {host} bytes): the guest's physical memory is one mapping of the host's, which also holds the host's page tables; give the host at least 2MiB more than the guest."
-            ));
-        }
-        if !(4..=5).contains(&v.host.levels) {
-            return err(format!("config '{c}': virt.host.levels = {} must be 4 or 5.", v.host.levels));
-        }
-        if v.host.policy == Policy::Mosaic {
-            return err(format!(
-                "config '{c}': virt.host.policy = \"mosaic\" is not modelled: the host maps the guest's memory with 4k, thp or 1g pages."
-            ));
-        }
-        let others = [
-            (self.memory.kinds.len() > 1, "several memory kinds (memory.kinds)"),
-            (self.hybrid.is_some(), "a hybrid memory ([hybrid])"),
-            (self.os.ranges != Default::default(), "range translations (os.ranges)"),
-            (!self.range_tlb.is_empty(), "range TLBs ([[range_tlb]])"),
-            (self.cluster_tlb().is_some(), "a clustered TLB ([cluster_tlb])"),
-            (self.direct_segment().is_some(), "a direct segment ([direct_segment])"),
-            (self.prism().is_some(), "PRISM ([prism])"),
-            (self.tlb_prefetch.is_some(), "a TLB prefetcher ([tlb_prefetch])"),
-        ];
-        if let Some((_, what)) = others.iter().find(|o| o.0) {
-            return err(format!(
-                "config '{c}': [virt] does not run with {what} yet: they read the guest's frames as the machine's; remove one."
-            ));
-        }
-        let mut seen = Vec::new();
-        for (i, p) in v.host_psc.iter().enumerate() {
-            let w = format!("config '{c}': virt.host_psc '{}' (virt.host_psc[{i}])", p.name);
-            super::check_geometry(&w, p.entries, p.ways, p.replacement)?;
-            if p.caches.table_level() > v.host.levels as usize {
-                return err(format!("{w}: caches = \"pml5e\" needs virt.host.levels = 5."));
-            }
-            if seen.contains(&p.caches) {
-                return err(format!("{w}: a second host PSC for the same level ({:?}).", p.caches));
-            }
-            if self.psc.iter().any(|g| g.name == p.name) {
-                return err(format!("{w}: the name is a guest PSC's too; give it another."));
-            }
-            seen.push(p.caches);
-        }
-        if let Some(h) = &v.host_hashed {
-            h.validate(c, "virt.host_hashed")?;
-            if !v.host_psc.is_empty() {
-                return err(format!(
-                    "config '{c}': virt.host_hashed has no page-table levels for virt.host_psc to cache; remove one."
-                ));
-            }
-        }
-        if let Some(n) = &v.ntlb {
-            super::check_geometry(&format!("config '{c}': virt.ntlb"), n.entries, n.ways, n.replacement)?;
-        }
-        let host = self.virt_host().expect("[virt] is present");
-        host.validate_kinds_and_policies().map_err(|e| super::ConfigError(format!("{e} (in [virt.host])")))
     }
 }
