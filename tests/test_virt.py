@@ -231,7 +231,10 @@ def test_walk_log_is_off_by_default_and_the_cli_prints_both_dimensions(xlat_cli)
             ["--config", "virt/skylake", "--set", "virt.host_memory=32GiB"],
             "does not fit in the host's (virt.host_memory = 34359738368 bytes)",
         ),
-        (["--config", "hashed/cuckoo", "--set", "hashed_pt.ways=0"], "hashed_pt.ways = 0 must be between 2 and 8"),
+        (
+            ["--config", "hashed/cuckoo", "--set", "hashed_pt.ways=0"],
+            "hashed_pt.ways = 0 must be between 2 and 8",
+        ),
         (["--config", "virt/skylake", "--set", "virt.host.levels=0"], "virt.host.levels = 0 must be 4 or 5"),
         (
             ["--config", "virt/skylake", "--set", "virt.host_hashed.kind=cuckoo"],
