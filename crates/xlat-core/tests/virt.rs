@@ -227,3 +227,12 @@ fn a_hashed_host_table_makes_each_host_translation_one_lookup() {
     let e = Config::from_toml("v", text, &[]).expect_err("refused").to_string();
     assert!(e.contains("virt.host_hashed.ways = 0 must be between 2 and 8"), "{e}");
 }
+
+#[test]
+fn vm_exits_are_in_the_estimated_total_not_in_the_walk_cycles() {
+    let (s, c) = run(Simulator::new(&machine(4, 4, "")).expect("simulator"), &trace(&[BASE], ANON));
+    let d = s.derived(&c);
+    assert_eq!(d["C"], 24.0 * 100.0);
+    assert_eq!(d["time.vm_exit_cycles"], 5.0 * 1000.0);
+    assert_eq!(d["time.total_cycles"], d["time.base_cycles"] + d["time.stlb_hit_cycles"] + 2400.0 + 5000.0);
+}

@@ -115,7 +115,7 @@ def sim_table(results: list, reports: list | None = None) -> str:
 
 def add_virt_rows(add, fmt) -> None:
     """Nested paging's rows (`[virt]`, docs/virtualisation.md): each dimension's loads, the host
-    walks the nested TLB left, the VM exits (their cycles are in C, not in the walks' own)."""
+    walks the nested TLB left, the VM exits (their cycles are in the estimated total, not in C)."""
     nan = float("nan")
 
     def per_walk(key: str):
@@ -125,7 +125,6 @@ def add_virt_rows(add, fmt) -> None:
 
     add("guest loads per walk", per_walk("walker.loads.guest"), fmt)
     add("host loads per walk", per_walk("walker.loads.host"), fmt)
-    add("walk cycles per walk (no VM exits)", per_walk("walker.cycles"), fmt)
     add("host walks", lambda r: r.counters.get("virt.host_walks", nan))
     add(
         "nested TLB hit ratio",

@@ -183,7 +183,12 @@ impl<V: Variant> Core<V> {
         d.insert("loads_per_walk".into(), if walks > 0 { c["walker.loads"] as f64 / walks as f64 } else { 0.0 });
         d.insert("cycles_per_walk".into(), if walks > 0 { cyc as f64 / walks as f64 } else { 0.0 });
         let base = instr * self.cfg.sim.base_cpi;
-        let xlat = (stlb_cycles + cyc) as f64;
+        // Nested paging's VM exits (host faults) stall the guest: in the total, apart from C.
+        let exits = c.get("virt.vm_exit_cycles").copied().unwrap_or(0);
+        if c.contains_key("virt.vm_exit_cycles") {
+            d.insert("time.vm_exit_cycles".into(), exits as f64);
+        }
+        let xlat = (stlb_cycles + cyc + exits) as f64;
         let total = base + xlat;
         d.insert("time.base_cycles".into(), base);
         d.insert("time.stlb_hit_cycles".into(), stlb_cycles as f64);

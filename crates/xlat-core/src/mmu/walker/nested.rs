@@ -490,7 +490,8 @@ impl MissHandler for NestedWalker {
         self.host_hashed.as_ref().map_or(Ok(()), |h| h.check())
     }
 
-    /// Walk cycles and the VM exits' (the time estimate's `C`).
+    /// Walk cycles and the VM exits' (the overlap model's translation latency; the additive
+    /// estimate adds `virt.vm_exit_cycles` to its total itself, and `C` is `walker.cycles`).
     fn cycles(&self) -> u64 {
         self.ws.cycles + self.ws.vm_exits * self.exit_cycles
     }
