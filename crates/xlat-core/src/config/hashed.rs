@@ -5,7 +5,7 @@
 
 use super::parse::check_geometry;
 use super::parse::{err, Result};
-use crate::array::Replacement;
+use super::structures::AssocConfig;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,18 +21,7 @@ pub enum HashedKind {
 
 /// The cuckoo walk cache: which page sizes a 2MB region holds, so that a lookup probes one
 /// size's ways instead of every size's (a miss loads the region's cuckoo walk table entry).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CwcConfig {
-    pub entries: u64,
-    pub ways: u64,
-    #[serde(default = "default_repl")]
-    pub replacement: Replacement,
-}
-
-fn default_repl() -> Replacement {
-    Replacement::Lru
-}
+pub type CwcConfig = AssocConfig;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

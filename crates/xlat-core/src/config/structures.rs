@@ -93,6 +93,17 @@ pub struct PscConfig {
     pub replacement: Replacement,
 }
 
+/// A small set-associative structure given by its geometry alone: the nested TLB
+/// (`virt.ntlb`), the cuckoo walk cache (`hashed_pt.cwc`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AssocConfig {
+    pub entries: u64,
+    pub ways: u64,
+    #[serde(default = "default_repl")]
+    pub replacement: Replacement,
+}
+
 /// A data/unified cache level that walk loads (and optionally data accesses) go through.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Hash)]
 #[serde(deny_unknown_fields)]

@@ -6,8 +6,7 @@
 
 use super::hashed::HashedConfig;
 use super::os::OsConfig;
-use super::structures::PscConfig;
-use crate::array::Replacement;
+use super::structures::{AssocConfig, PscConfig};
 use crate::units::Size;
 use serde::{Deserialize, Serialize};
 
@@ -17,18 +16,7 @@ pub const GUEST_BASE: u64 = 0x4000_0000_0000;
 
 /// The nested TLB: guest-physical to host-physical translations of host pages (Bhargava et
 /// al. 2008's NTLB), probed before a host walk.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NtlbConfig {
-    pub entries: u64,
-    pub ways: u64,
-    #[serde(default = "default_repl")]
-    pub replacement: Replacement,
-}
-
-fn default_repl() -> Replacement {
-    Replacement::Lru
-}
+pub type NtlbConfig = AssocConfig;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

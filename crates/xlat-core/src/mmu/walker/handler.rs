@@ -44,6 +44,20 @@ impl<B: Backend> MissCx<'_, B> {
     }
 }
 
+impl<B: Backend> MissCx<'_, B> {
+    /// A walk load at physical address `pa` through the caches, compiled for the loop's shape
+    /// `S` (without caches: straight to memory at `memory.dram_latency`): the level that served
+    /// it (`caches.levels.len()`: memory) and its latency. The nested and hashed walkers' loads.
+    #[inline(always)]
+    pub fn walk_load_as<S: Shape>(&mut self, pa: u64) -> (usize, u64) {
+        let n = self.caches.levels.len();
+        let (hit, lat) =
+            if n == 0 { (0, self.caches.dram_latency) } else { self.caches.access_walk_as(S::LANES.caches, pa) };
+        let lat = if hit == n { self.backend.access(pa, false, true, lat) } else { lat };
+        (hit, lat)
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn fault(os: &mut Os, mmu: &mut Mmu, inval: &mut Vec<Invalidation>, va: u64) -> Result<bool, SimError> {

@@ -143,9 +143,7 @@ pub struct HashedWalker {
 /// A probe load at `pa` through the caches, counted in `loads_at` by where it hit: its latency.
 #[inline(always)]
 fn load_at<S: Shape, B: Backend>(loads_at: &mut [u64], cx: &mut MissCx<'_, B>, pa: u64) -> u64 {
-    let n = cx.caches.levels.len();
-    let (hit, lat) = if n == 0 { (0, cx.caches.dram_latency) } else { cx.caches.access_walk_as(S::LANES.caches, pa) };
-    let lat = if hit == n { cx.backend.access(pa, false, true, lat) } else { lat };
+    let (hit, lat) = cx.walk_load_as::<S>(pa);
     loads_at[hit] += 1;
     lat
 }

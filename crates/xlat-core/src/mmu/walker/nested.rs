@@ -142,16 +142,6 @@ impl Pscs {
     }
 }
 
-/// A walk load through the caches (or straight to memory without them): the level that served
-/// it (`caches.levels.len()`: memory) and its latency.
-#[inline(always)]
-fn load<S: Shape, B: Backend>(caches: &mut Caches, backend: &mut B, pa: u64) -> (usize, u64) {
-    let n = caches.levels.len();
-    let (hit, lat) = if n == 0 { (0, caches.dram_latency) } else { caches.access_walk_as(S::LANES.caches, pa) };
-    let lat = if hit == n { backend.access(pa, false, true, lat) } else { lat };
-    (hit, lat)
-}
-
 /// Loads and cycles, per dimension, table level and where each load hit.
 #[derive(Debug, Clone, Default)]
 struct Stats {
@@ -285,7 +275,7 @@ impl NestedWalker {
         loop {
             let i = index(hva, level);
             let pa = tables.table_pa(t) + 8 * i as u64;
-            let (hit, lat) = load::<S, B>(cx.caches, cx.backend, pa);
+            let (hit, lat) = cx.walk_load_as::<S>(pa);
             *cycles += lat;
             self.ws.loads_at[HOST][level * (ncache + 1) + hit] += 1;
             let e = tables.entry(t, i);
@@ -401,7 +391,7 @@ impl MissHandler for NestedWalker {
             let i = index(va, level);
             let gpa = cx.os.tables().table_pa(t) + 8 * i as u64;
             let (pa, _) = self.host_translate::<S, B>(cx, gpa, &mut cycles)?;
-            let (hit, lat) = load::<S, B>(cx.caches, cx.backend, pa);
+            let (hit, lat) = cx.walk_load_as::<S>(pa);
             cycles += lat;
             self.ws.loads_at[GUEST][level * (ncache + 1) + hit] += 1;
             let tables = cx.os.tables();
