@@ -24,6 +24,10 @@ pub enum Copy {
     Hybrid,
     /// Rainbow's memory controller and any observer, no memo.
     Rainbow,
+    /// Nested paging's walker (`[virt]`), one DRAM, page TLBs only, no observer.
+    Nested,
+    /// A hashed page table's walker (`[hashed_pt]`), one DRAM, page TLBs only, no observer.
+    Hashed,
     /// Any handler but Mach's (the radix, software, nested and hashed walkers), one DRAM or several kinds, range TLBs, any observer.
     General,
 }
@@ -39,6 +43,8 @@ impl Copy {
             Copy::Mach => "mach",
             Copy::Hybrid => "hybrid",
             Copy::Rainbow => "rainbow",
+            Copy::Nested => "nested",
+            Copy::Hashed => "hashed",
             Copy::General => "general",
         }
     }
@@ -125,6 +131,24 @@ pub const COPIES: &[Serves] = &[
         miss_path: false,
         lru_distance: false,
         no_memo: true,
+    },
+    Serves {
+        copy: Copy::Nested,
+        handlers: &[H::Nested],
+        backends: &[B::Dram],
+        observers: &[O::None],
+        miss_path: false,
+        lru_distance: false,
+        no_memo: false,
+    },
+    Serves {
+        copy: Copy::Hashed,
+        handlers: &[H::Hashed],
+        backends: &[B::Dram],
+        observers: &[O::None],
+        miss_path: false,
+        lru_distance: false,
+        no_memo: false,
     },
     Serves {
         copy: Copy::General,
@@ -267,6 +291,8 @@ mod tests {
             ("configs/mach/ptlb.toml", Copy::Mach),
             ("configs/rainbow/hscc-4kb.toml", Copy::Hybrid),
             ("configs/rainbow/rainbow.toml", Copy::Rainbow),
+            ("configs/virt/skylake.toml", Copy::Nested),
+            ("configs/hashed/cuckoo.toml", Copy::Hashed),
         ] {
             assert_eq!(plan(&file(path, &[]).unwrap(), false).unwrap().copy, copy, "{path}");
         }

@@ -46,6 +46,8 @@ type PlainPrism = Parts<RadixWalker, Dram, Prism, false, false>;
 type HandlerOnly = Parts<MachHandler, Dram, NoObserver, false, false>;
 type HybridMemory<O> = Parts<RadixWalker, crate::mem::hybrid::HybridMemory, O, false, false>;
 type RainbowMemory<O> = Parts<RadixWalker, crate::mem::rainbow::RainbowMemory, O, false, false>;
+type NestedPlain = Parts<NestedWalker, Dram, NoObserver, false, false>;
+type HashedPlain = Parts<HashedWalker, Dram, NoObserver, false, false>;
 type General<O> = Parts<AnyHandler, AnyBackend, O, true, false>;
 
 /// What the public face needs of a compiled copy (one virtual call per batch).
@@ -182,6 +184,14 @@ impl Simulator {
                 Self::hybrid(cfg, plan.copy, TlbCounts::for_hybrid(h, cfg.memory.frames()))?
             }
             (Copy::Hybrid | Copy::Rainbow, _) => Self::hybrid(cfg, plan.copy, NoObserver)?,
+            (Copy::Nested, _) => {
+                let core = Core::<NestedPlain>::new(cfg, NestedWalker::new(cfg)?, Dram, NoObserver)?;
+                Simulator::of(Box::new(core), Copy::Nested.name())
+            }
+            (Copy::Hashed, _) => {
+                let core = Core::<HashedPlain>::new(cfg, HashedWalker::new(cfg), Dram, NoObserver)?;
+                Simulator::of(Box::new(core), Copy::Hashed.name())
+            }
             (Copy::General, Observer::Prism) => Self::general(cfg, Prism::new(cfg))?,
             (Copy::General, _) => Self::general(cfg, NoObserver)?,
         };
@@ -249,7 +259,7 @@ impl Simulator {
     }
 
     /// Which compiled copy runs: `plain`, `staged`, `lite`, `prism`, `mach`, `hybrid`,
-    /// `rainbow` or `general`.
+    /// `rainbow`, `nested`, `hashed` or `general`.
     pub fn variant(&self) -> &'static str {
         self.variant
     }
