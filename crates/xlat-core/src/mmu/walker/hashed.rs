@@ -98,6 +98,35 @@ struct Table {
     entries: u64,
 }
 
+impl Table {
+    /// The way `p` lies in: the old ways' (while growing) or the current ones'.
+    fn way(&self, p: Place) -> &Way {
+        if p.old {
+            &self.old.as_ref().expect("growing").0[p.way]
+        } else {
+            &self.ways[p.way]
+        }
+    }
+
+    fn way_mut(&mut self, p: Place) -> &mut Way {
+        if p.old {
+            &mut self.old.as_mut().expect("growing").0[p.way]
+        } else {
+            &mut self.ways[p.way]
+        }
+    }
+
+    /// Every way held: the current ones and, while growing, the old ones.
+    fn all_ways(&self) -> impl Iterator<Item = &Way> {
+        self.ways.iter().chain(self.old.iter().flat_map(|o| o.0.iter()))
+    }
+
+    /// Chained: the bucket of cluster `k`.
+    fn bucket(&self, k: u64) -> u64 {
+        hash(k, 0) & (self.ways[0].slots.len() as u64 - 1)
+    }
+}
+
 /// Counters of the walker and of the tables' upkeep.
 #[derive(Debug, Clone, Default)]
 struct Stats {
@@ -223,18 +252,11 @@ impl HashedWalker {
     }
 
     fn slot(t: &mut Table, p: Place) -> &mut u64 {
-        let ways = if p.old { &mut t.old.as_mut().expect("growing").0 } else { &mut t.ways };
-        &mut ways[p.way].slots[p.slot as usize]
+        &mut t.way_mut(p).slots[p.slot as usize]
     }
 
     fn slot_of(t: &Table, p: Place) -> u64 {
-        let ways = if p.old { &t.old.as_ref().expect("growing").0 } else { &t.ways };
-        ways[p.way].slots[p.slot as usize]
-    }
-
-    fn pa(t: &Table, p: Place) -> u64 {
-        let ways = if p.old { &t.old.as_ref().expect("growing").0 } else { &t.ways };
-        ways[p.way].pa(p.slot)
+        t.way(p).slots[p.slot as usize]
     }
 
     /// Whether table `s` holds cluster `k` (the slots a lookup probes, or the bucket's chain).
@@ -243,7 +265,7 @@ impl HashedWalker {
         match self.cfg.kind {
             HashedKind::Cuckoo => (0..t.ways.len()).any(|w| Self::slot_of(t, Self::place_of(t, k, w)) == k + 1),
             HashedKind::Chained => {
-                let b = hash(k, 0) & (t.ways[0].slots.len() as u64 - 1);
+                let b = t.bucket(k);
                 t.ways[0].slots[b as usize] == k + 1 || t.chains.get(&b).is_some_and(|c| c.iter().any(|x| x.0 == k))
             }
         }
@@ -371,7 +393,7 @@ impl HashedWalker {
 
     fn chained_insert(&mut self, k: u64, s: PageSize, os: &mut Os) -> Result<(), SimError> {
         let t = self.table(s, os)?;
-        let b = hash(k, 0) & (t.ways[0].slots.len() as u64 - 1);
+        let b = t.bucket(k);
         t.entries += 1;
         if t.ways[0].slots[b as usize] == 0 {
             t.ways[0].slots[b as usize] = k + 1;
@@ -435,7 +457,7 @@ impl HashedWalker {
                 unreachable!("a cuckoo entry lies in one of its ways")
             }
             HashedKind::Chained => {
-                let b = hash(k, 0) & (t.ways[0].slots.len() as u64 - 1);
+                let b = t.bucket(k);
                 let chain = t.chains.entry(b).or_default();
                 if t.ways[0].slots[b as usize] == k + 1 {
                     // The first of the chain moves into the bucket.
@@ -532,7 +554,8 @@ impl MissHandler for HashedWalker {
                     let k = key(asid, va, s);
                     let t = self.tables[s as usize].as_ref().expect("a size with entries has a table");
                     for w in 0..t.ways.len() {
-                        let pa = Self::pa(t, Self::place_of(t, k, w));
+                        let p = Self::place_of(t, k, w);
+                        let pa = t.way(p).pa(p.slot);
                         slowest = slowest.max(load_at::<S, B>(&mut self.ws.loads_at, cx, pa));
                     }
                 }
@@ -542,7 +565,7 @@ impl MissHandler for HashedWalker {
                 for s in PageSize::ALL {
                     let Some(t) = self.tables[s as usize].as_ref().filter(|t| t.entries > 0) else { continue };
                     let k = key(asid, va, s);
-                    let b = hash(k, 0) & (t.ways[0].slots.len() as u64 - 1);
+                    let b = t.bucket(k);
                     cycles += load_at::<S, B>(&mut self.ws.loads_at, cx, t.ways[0].pa(b));
                     let mut found = t.ways[0].slots[b as usize] == k + 1;
                     if !found {
@@ -581,8 +604,7 @@ impl MissHandler for HashedWalker {
             let k = key(os.asid(), va, PageSize::Size4K);
             for w in 0..t.ways.len() {
                 let p = Self::place_of(t, k, w);
-                let ways = if p.old { &t.old.as_ref().expect("growing").0 } else { &t.ways };
-                crate::host::prefetch_ptr(ways[p.way].slots.as_ptr().wrapping_add(p.slot as usize));
+                crate::host::prefetch_ptr(t.way(p).slots.as_ptr().wrapping_add(p.slot as usize));
             }
         }
     }
@@ -614,12 +636,7 @@ impl MissHandler for HashedWalker {
     fn check(&self) -> Result<(), String> {
         for (s, t) in self.tables.iter().enumerate() {
             let Some(t) = t else { continue };
-            let held = t
-                .ways
-                .iter()
-                .chain(t.old.iter().flat_map(|o| o.0.iter()))
-                .map(|w| w.slots.iter().filter(|&&v| v != 0).count() as u64)
-                .sum::<u64>()
+            let held = t.all_ways().map(|w| w.slots.iter().filter(|&&v| v != 0).count() as u64).sum::<u64>()
                 + t.chains.values().map(|c| c.len() as u64).sum::<u64>();
             if held != t.entries || held != self.members[s].len() as u64 {
                 return Err(format!(
@@ -665,13 +682,7 @@ impl Counters for HashedWalker {
             let (entries, slots) =
                 t.as_ref().map_or((0, 0), |t| (t.entries, t.ways.iter().map(|w| w.slots.len() as u64).sum::<u64>()));
             if let Some(t) = t {
-                frames += t
-                    .ways
-                    .iter()
-                    .chain(t.old.iter().flat_map(|o| o.0.iter()))
-                    .map(|w| w.frames.len() as u64)
-                    .sum::<u64>()
-                    + t.overflow.len() as u64;
+                frames += t.all_ways().map(|w| w.frames.len() as u64).sum::<u64>() + t.overflow.len() as u64;
             }
             out.gauge(format_args!("hpt.{name}.entries"), entries);
             out.gauge(format_args!("hpt.{name}.slots"), slots);

@@ -231,11 +231,6 @@ impl NestedWalker {
         })
     }
 
-    /// The host OS model (reports, tests).
-    pub fn host(&self) -> &Os {
-        &self.host
-    }
-
     #[inline(always)]
     fn logging(&self) -> bool {
         self.log_left > 0
@@ -255,7 +250,7 @@ impl NestedWalker {
         let huge = self.host.maps_huge();
         if let Some(n) = &mut self.ntlb {
             if let Some((pfn, s)) = n.lookup(hva, huge) {
-                return Ok(((pfn << 12) | (hva & (s.bytes() - 1)), s));
+                return Ok((host_pa(pfn, s, hva), s));
             }
         }
         self.ws.host_walks += 1;
@@ -295,7 +290,7 @@ impl NestedWalker {
         if let Some(n) = &mut self.ntlb {
             n.fill(hva, pfn, size);
         }
-        Ok(((pfn << 12) | (hva & (size.bytes() - 1)), size))
+        Ok((host_pa(pfn, size, hva), size))
     }
 
     /// A host translation through the host's hashed page table (`virt.host_hashed`): its lookup
@@ -319,7 +314,7 @@ impl NestedWalker {
         if let Some(n) = &mut self.ntlb {
             n.fill(hva, pfn, size);
         }
-        Ok(((pfn << 12) | (hva & (size.bytes() - 1)), size))
+        Ok((host_pa(pfn, size, hva), size))
     }
 
     /// An EPT violation at `hva`: a VM exit (its cycles are counted apart from the walk's), the host maps the page; if the host invalidated
@@ -341,6 +336,11 @@ impl NestedWalker {
         }
         Ok(self.host.translate(hva).expect("the host's fault mapped the page"))
     }
+}
+
+/// The host-physical address of `hva`, in the host page of size `s` whose first frame is `pfn`.
+fn host_pa(pfn: u64, s: PageSize, hva: u64) -> u64 {
+    (pfn << 12) | (hva & (s.bytes() - 1))
 }
 
 /// A walk-log record of a load: [1 + dim, level, physical address, what the entry holds (the
