@@ -166,7 +166,6 @@ PLAN_REFUSES: set[tuple[str, str]] = {
     ("software", "hashed"),
     ("hscc", "hashed"),
     ("rainbow", "hashed"),
-    ("virt", "hashed"),
 }
 
 # A section's own rule refuses the pair first (Mach has no TLB levels for a miss-path stage or a

@@ -236,3 +236,38 @@ fn vm_exits_are_in_the_estimated_total_not_in_the_walk_cycles() {
     assert_eq!(d["time.vm_exit_cycles"], 5.0 * 1000.0);
     assert_eq!(d["time.total_cycles"], d["time.base_cycles"] + d["time.stlb_hit_cycles"] + 2400.0 + 5000.0);
 }
+
+#[test]
+fn a_hashed_guest_table_translates_each_probe_through_the_host() {
+    // Elastic cuckoo in the guest (3 ways; only 4KB pages, one size probed), a radix host of
+    // 4KB pages, nothing cached: each of the 3 parallel probes lies in another guest frame, so
+    // it needs a host walk of 4 loads (and a VM exit: the host maps the frame) before its own
+    // load, 500 cycles; the probes cost the slowest, 500; then the data's host walk, 400.
+    let cuckoo = "[hashed_pt]\nkind = \"cuckoo\"\nways = 3\n";
+    let c = counts(&machine(4, 4, cuckoo), &[BASE]);
+    assert_eq!((c["walker.loads"], c["walker.loads.guest"], c["walker.loads.host"]), (19, 3, 16));
+    assert_eq!(c["walker.cycles"], 500 + 400);
+    assert_eq!((c["virt.host_walks"], c["virt.vm_exits"]), (4, 4));
+    assert_eq!((c["walker.walks"], c["walker.faulting_walks"]), (1, 1));
+    assert_eq!((c["hpt.inserts"], c["hpt.4kb.entries"]), (1, 1));
+    // A second page of the same cluster: the same three probe lines, whose host pages the host
+    // has mapped (no VM exit), walked again (no nested TLB, no host PSCs).
+    let c = counts(&machine(4, 4, cuckoo), &[BASE, BASE + 4096]);
+    assert_eq!((c["walker.loads.guest"], c["walker.loads.host"], c["virt.vm_exits"]), (6, 32, 5));
+    // Chained: the bucket's one load, after its host walk.
+    let chained = "[hashed_pt]\nkind = \"chained\"\n";
+    let c = counts(&machine(4, 4, chained), &[BASE]);
+    assert_eq!((c["walker.loads"], c["walker.loads.guest"], c["walker.loads.host"]), (9, 1, 8));
+    assert_eq!((c["walker.cycles"], c["virt.vm_exits"]), (900, 2));
+    // Hashed in both dimensions (nested elastic cuckoo): each guest probe's host translation is
+    // one host lookup of 3 parallel probes: 3 + (3 + 1) x 3 loads, 2 + 1 latencies.
+    let both = "[virt.host_hashed]\nkind = \"cuckoo\"\nways = 3\n[hashed_pt]\nkind = \"cuckoo\"\nways = 3\n";
+    let c = counts(&machine(4, 4, both), &[BASE]);
+    assert_eq!((c["walker.loads"], c["walker.loads.guest"], c["walker.loads.host"]), (15, 3, 12));
+    assert_eq!((c["walker.cycles"], c["virt.vm_exits"]), (300, 4));
+    // The walk log records radix walks only: refused with a hashed guest, in one sentence.
+    let mut cfg = machine(4, 4, cuckoo);
+    cfg.virt.as_mut().expect("virt").walk_log = 5;
+    let e = cfg.validate().expect_err("refused").to_string();
+    assert!(e.contains("virt.walk_log records radix guest walks"), "{e}");
+}

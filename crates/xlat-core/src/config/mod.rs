@@ -666,6 +666,11 @@ impl Config {
         if let Some(n) = &v.ntlb {
             check_geometry(&format!("config '{c}': virt.ntlb"), n.entries, n.ways, n.replacement)?;
         }
+        if self.hashed_pt.is_some() && v.walk_log > 0 {
+            return err(format!(
+                "config '{c}': virt.walk_log records radix guest walks; with a hashed guest table ([hashed_pt]) set it to 0."
+            ));
+        }
         let host = self.virt_host().expect("[virt] is present");
         host.validate_kinds_and_policies().map_err(|e| ConfigError(format!("{e} (in [virt.host])")))
     }

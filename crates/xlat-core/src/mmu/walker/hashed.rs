@@ -89,8 +89,9 @@ struct Table {
     ways: Vec<Way>,
     /// Cuckoo, while growing: the old ways and, per way, the slots migrated so far.
     old: Option<(Vec<Way>, Vec<u64>)>,
-    /// Chained: the chains after each bucket's entry (keys and their overflow entries' addresses).
-    chains: FxHashMap<u64, Vec<(u64, u64)>>,
+    /// Chained: per bucket, the chain after its entry (keys and their overflow entries'
+    /// addresses); cuckoo: empty.
+    chains: Vec<Vec<(u64, u64)>>,
     /// Chained: the overflow area's frames and its free entries.
     overflow: Vec<u64>,
     free: Vec<u64>,
@@ -169,12 +170,21 @@ pub struct HashedWalker {
     hit_names: Vec<String>,
 }
 
-/// A probe load at `pa` through the caches, counted in `loads_at` by where it hit: its latency.
+/// How a lookup's probe at a table address is made: (where it hit, its latency).
+pub(super) trait Load<B: Backend>: FnMut(&mut MissCx<'_, B>, u64) -> Result<(usize, u64), SimError> {}
+impl<B: Backend, F: FnMut(&mut MissCx<'_, B>, u64) -> Result<(usize, u64), SimError>> Load<B> for F {}
+
+/// A probe load at `pa` made by `load`, counted in `loads_at` by where it hit: its latency.
 #[inline(always)]
-fn load_at<S: Shape, B: Backend>(loads_at: &mut [u64], cx: &mut MissCx<'_, B>, pa: u64) -> u64 {
-    let (hit, lat) = cx.walk_load_as::<S>(pa);
+fn load_at<B: Backend, L: Load<B>>(
+    loads_at: &mut [u64],
+    cx: &mut MissCx<'_, B>,
+    load: &mut L,
+    pa: u64,
+) -> Result<u64, SimError> {
+    let (hit, lat) = load(cx, pa)?;
     loads_at[hit] += 1;
-    lat
+    Ok(lat)
 }
 
 /// The key of the cluster of `va`'s page of size `s` in address space `asid`.
@@ -212,6 +222,11 @@ impl HashedWalker {
         &self.ws.loads_at
     }
 
+    /// Lookups that faulted their page in first.
+    pub fn faulting_walks(&self) -> u64 {
+        self.ws.faulting_walks
+    }
+
     fn random(&mut self) -> u64 {
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;
@@ -227,10 +242,11 @@ impl HashedWalker {
                 HashedKind::Chained => 1,
             };
             let ways = (0..ways).map(|_| Way::new(n, os)).collect::<Result<Vec<Way>, SimError>>()?;
+            let buckets = if self.cfg.kind == HashedKind::Chained { n as usize } else { 0 };
             self.tables[s as usize] = Some(Table {
                 ways,
                 old: None,
-                chains: FxHashMap::default(),
+                chains: vec![Vec::new(); buckets],
                 overflow: Vec::new(),
                 free: Vec::new(),
                 entries: 0,
@@ -266,7 +282,7 @@ impl HashedWalker {
             HashedKind::Cuckoo => (0..t.ways.len()).any(|w| Self::slot_of(t, Self::place_of(t, k, w)) == k + 1),
             HashedKind::Chained => {
                 let b = t.bucket(k);
-                t.ways[0].slots[b as usize] == k + 1 || t.chains.get(&b).is_some_and(|c| c.iter().any(|x| x.0 == k))
+                t.ways[0].slots[b as usize] == k + 1 || t.chains[b as usize].iter().any(|x| x.0 == k)
             }
         }
     }
@@ -410,7 +426,7 @@ impl HashedWalker {
             }
         };
         let t = self.tables[s as usize].as_mut().expect("made");
-        t.chains.entry(b).or_default().push((k, pa));
+        t.chains[b as usize].push((k, pa));
         Ok(())
     }
 
@@ -458,7 +474,7 @@ impl HashedWalker {
             }
             HashedKind::Chained => {
                 let b = t.bucket(k);
-                let chain = t.chains.entry(b).or_default();
+                let chain = &mut t.chains[b as usize];
                 if t.ways[0].slots[b as usize] == k + 1 {
                     // The first of the chain moves into the bucket.
                     t.ways[0].slots[b as usize] = match chain.first().copied() {
@@ -478,23 +494,23 @@ impl HashedWalker {
         }
     }
 
-    /// A probe load at `pa` through the caches: its latency.
-    #[inline(always)]
-    fn load<S: Shape, B: Backend>(&mut self, cx: &mut MissCx<'_, B>, pa: u64) -> u64 {
-        load_at::<S, B>(&mut self.ws.loads_at, cx, pa)
-    }
-
     /// The sizes a lookup of `va` (whose page is of size `s`) probes, and the cycles spent
     /// finding out (the cuckoo walk table's load on a walk cache miss).
-    fn sizes_to_probe<S: Shape, B: Backend>(&mut self, cx: &mut MissCx<'_, B>, va: u64, s: PageSize) -> (u8, u64) {
+    fn sizes_to_probe<B: Backend, L: Load<B>>(
+        &mut self,
+        cx: &mut MissCx<'_, B>,
+        va: u64,
+        s: PageSize,
+        load: &mut L,
+    ) -> Result<(u8, u64), SimError> {
         let present: u8 =
             (0..3).filter(|&i| self.tables[i].as_ref().is_some_and(|t| t.entries > 0)).map(|i| 1u8 << i).sum();
-        let Some((arr, st)) = &mut self.cwc else { return (present, 0) };
+        let Some((arr, st)) = &mut self.cwc else { return Ok((present, 0)) };
         let region = ((cx.os.asid() as u64) << 40) | (va >> 21);
         st.accesses += 1;
         if arr.probe(region, region).1.is_some() {
             st.hits += 1;
-            return (1 << s as u8, 0);
+            return Ok((1 << s as u8, 0));
         }
         st.fills += 1;
         if arr.fill(region, region, 1).1.is_some() {
@@ -509,22 +525,25 @@ impl HashedWalker {
                     self.cwt.insert(gb, f);
                     f
                 }
-                None => return (present, 0), // (no frame: probe every size, as without the cache)
+                None => return Ok((present, 0)), // (no frame: probe every size, as without the cache)
             },
         };
         self.ws.cwt_loads += 1;
-        let lat = self.load::<S, B>(cx, (frame << 12) + (region & 511) * 8);
-        (1 << s as u8, lat)
+        let lat = load_at(&mut self.ws.loads_at, cx, load, (frame << 12) + (region & 511) * 8)?;
+        Ok((1 << s as u8, lat))
     }
-}
 
-impl MissHandler for HashedWalker {
+    /// The lookup of `va` (the miss handler's, and the guest's under nested paging): the OS's
+    /// mapping (faulting the page in first), the page's entry made sure of, then the probes,
+    /// each made by `load` (a load through the caches, natively; a host translation and a load
+    /// under nested paging), which gives where it hit and its latency. Returns the OS's (first
+    /// frame, page size); the walk's cycles are added to `walker.cycles`.
     #[inline(always)]
-    fn handle<S: Shape, B: Backend>(
+    pub(super) fn lookup<B: Backend, L: Load<B>>(
         &mut self,
         cx: &mut MissCx<'_, B>,
-        _r: usize,
         va: u64,
+        load: &mut L,
     ) -> Result<(u64, PageSize), SimError> {
         self.ws.walks += 1;
         let mut faulted = false;
@@ -547,7 +566,7 @@ impl MissHandler for HashedWalker {
         let mut cycles = self.latency;
         match self.cfg.kind {
             HashedKind::Cuckoo => {
-                let (sizes, before) = self.sizes_to_probe::<S, B>(cx, va, size);
+                let (sizes, before) = self.sizes_to_probe(cx, va, size, load)?;
                 cycles += before;
                 let mut slowest = 0;
                 for s in PageSize::ALL.into_iter().filter(|&s| sizes & (1 << s as u8) != 0) {
@@ -556,7 +575,7 @@ impl MissHandler for HashedWalker {
                     for w in 0..t.ways.len() {
                         let p = Self::place_of(t, k, w);
                         let pa = t.way(p).pa(p.slot);
-                        slowest = slowest.max(load_at::<S, B>(&mut self.ws.loads_at, cx, pa));
+                        slowest = slowest.max(load_at(&mut self.ws.loads_at, cx, load, pa)?);
                     }
                 }
                 cycles += slowest;
@@ -566,12 +585,12 @@ impl MissHandler for HashedWalker {
                     let Some(t) = self.tables[s as usize].as_ref().filter(|t| t.entries > 0) else { continue };
                     let k = key(asid, va, s);
                     let b = t.bucket(k);
-                    cycles += load_at::<S, B>(&mut self.ws.loads_at, cx, t.ways[0].pa(b));
+                    cycles += load_at(&mut self.ws.loads_at, cx, load, t.ways[0].pa(b))?;
                     let mut found = t.ways[0].slots[b as usize] == k + 1;
                     if !found {
-                        for &(k2, pa) in t.chains.get(&b).map_or(&[][..], |c| &c[..]) {
+                        for &(k2, pa) in &t.chains[b as usize] {
                             self.ws.chain_loads += 1;
-                            cycles += load_at::<S, B>(&mut self.ws.loads_at, cx, pa);
+                            cycles += load_at(&mut self.ws.loads_at, cx, load, pa)?;
                             if k2 == k {
                                 found = true;
                                 break;
@@ -586,6 +605,18 @@ impl MissHandler for HashedWalker {
         }
         self.ws.cycles += cycles;
         Ok((pfn, size))
+    }
+}
+
+impl MissHandler for HashedWalker {
+    #[inline(always)]
+    fn handle<S: Shape, B: Backend>(
+        &mut self,
+        cx: &mut MissCx<'_, B>,
+        _r: usize,
+        va: u64,
+    ) -> Result<(u64, PageSize), SimError> {
+        self.lookup(cx, va, &mut |cx: &mut MissCx<'_, B>, pa| Ok(cx.walk_load_as::<S>(pa)))
     }
 
     fn misses(&self) -> u64 {
@@ -637,7 +668,7 @@ impl MissHandler for HashedWalker {
         for (s, t) in self.tables.iter().enumerate() {
             let Some(t) = t else { continue };
             let held = t.all_ways().map(|w| w.slots.iter().filter(|&&v| v != 0).count() as u64).sum::<u64>()
-                + t.chains.values().map(|c| c.len() as u64).sum::<u64>();
+                + t.chains.iter().map(|c| c.len() as u64).sum::<u64>();
             if held != t.entries || held != self.members[s].len() as u64 {
                 return Err(format!(
                     "hashed table {s}: {held} entries held, {} counted, {} clusters mapped",
@@ -667,6 +698,15 @@ impl Counters for HashedWalker {
         for (h, name) in self.hit_names.iter().enumerate() {
             out.put(format_args!("walker.loads_hit.{name}"), w.loads_at[h]);
         }
+        self.table_counters(out);
+    }
+}
+
+impl HashedWalker {
+    /// The tables' counters (`hpt.*`), without the walker's (a guest's table under nested
+    /// paging: the nested walker reports the walks).
+    pub fn table_counters(&self, out: &mut dyn Sink) {
+        let w = &self.ws;
         out.put(format_args!("hpt.cwt_loads"), w.cwt_loads);
         out.put(format_args!("hpt.chain_loads"), w.chain_loads);
         out.put(format_args!("hpt.inserts"), w.inserts);

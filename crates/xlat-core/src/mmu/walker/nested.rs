@@ -48,6 +48,9 @@ struct Ntlb {
     stats: StructStats,
     /// The sizes a lookup probes, most likely first (the host policy's page size).
     order: [PageSize; 3],
+    /// Per size: whether an entry of that size was ever filled (a size never filled cannot
+    /// hit, and a probe that misses changes nothing, so it is not made).
+    filled: [bool; 3],
 }
 
 impl Ntlb {
@@ -63,6 +66,9 @@ impl Ntlb {
         self.stats.accesses += 1;
         let sizes: &[PageSize] = if huge { &self.order } else { &[PageSize::Size4K] };
         for &s in sizes {
+            if !self.filled[s as usize] {
+                continue;
+            }
             let (i, tag) = Ntlb::key(hva, s);
             if let (_, Some(pfn)) = self.arr.probe(i, tag) {
                 self.stats.hits += 1;
@@ -75,6 +81,7 @@ impl Ntlb {
     #[inline(always)]
     fn fill(&mut self, hva: u64, pfn: u64, s: PageSize) {
         let (i, tag) = Ntlb::key(hva, s);
+        self.filled[s as usize] = true;
         self.stats.fills += 1;
         if self.arr.fill(i, tag, pfn).1.is_some() {
             self.stats.evictions += 1;
@@ -165,6 +172,9 @@ pub struct NestedWalker {
     host: Os,
     /// `virt.host_hashed`: the host's page table is a hashed table, looked up by this walker.
     host_hashed: Option<Box<HashedWalker>>,
+    /// `[hashed_pt]` with `[virt]`: the guest's page table is a hashed table in guest-physical
+    /// memory, each probe's address translated by the host first.
+    guest_hashed: Option<Box<HashedWalker>>,
     guest_pscs: Pscs,
     host_pscs: Pscs,
     ntlb: Option<Ntlb>,
@@ -203,6 +213,7 @@ impl NestedWalker {
         let (gl, hl) = (cfg.os.levels as usize, v.host.levels as usize);
         Ok(NestedWalker {
             host_hashed: hcfg.hashed_pt.is_some().then(|| Box::new(HashedWalker::new(&hcfg))),
+            guest_hashed: cfg.hashed_pt.is_some().then(|| Box::new(HashedWalker::new(cfg))),
             host,
             guest_pscs: Pscs::new(&cfg.psc, gl, seed),
             host_pscs: Pscs::new(&v.host_psc, hl, seed ^ 0x4057),
@@ -214,6 +225,7 @@ impl NestedWalker {
                     crate::config::Policy::Thp => [PageSize::Size2M, PageSize::Size4K, PageSize::Size1G],
                     _ => PageSize::ALL,
                 },
+                filled: [false; 3],
             }),
             latency: cfg.walker.latency,
             exit_cycles: v.vm_exit_cycles,
@@ -338,6 +350,61 @@ impl NestedWalker {
     }
 }
 
+impl NestedWalker {
+    /// The end of every nested walk: the data's guest-physical address (of the guest page
+    /// `gpfn`, `gsize`), then its host page; the TLB entry maps what both share. `cycles`: the
+    /// walk's so far.
+    #[inline(always)]
+    fn finish_walk<S: Shape, B: Backend>(
+        &mut self,
+        cx: &mut MissCx<'_, B>,
+        va: u64,
+        gpfn: u64,
+        gsize: PageSize,
+        mut cycles: u64,
+    ) -> Result<(u64, PageSize), SimError> {
+        let gpa = (gpfn << 12) + (va & (gsize.bytes() - 1));
+        let (hpa, hsize) = self.host_translate::<S, B>(cx, gpa, &mut cycles)?;
+        let size = gsize.min(hsize);
+        let frame = (hpa & !(size.bytes() - 1)) >> 12;
+        self.ws.walks_by_size[size as usize] += 1;
+        self.ws.cycles += cycles;
+        if self.logging() {
+            self.log.push([3, frame, size as u64, 0, 0]);
+            self.log_left -= 1;
+        }
+        Ok((frame, size))
+    }
+
+    /// A nested walk over a hashed guest table (`[hashed_pt]` with `[virt]`; the guest table
+    /// of Stojkovic et al., ASPLOS 2022): the guest's lookup, each of whose probes is at a
+    /// guest-physical address the host translates first (a nested TLB hit, or a host walk), the
+    /// probe's cost being that translation's and the load's; parallel probes cost the slowest.
+    /// The guest's probes are counted by the hashed table (`walker.loads.guest`), its upkeep in
+    /// `hpt.*`.
+    #[inline(never)]
+    fn hashed_guest_walk<S: Shape, B: Backend>(
+        &mut self,
+        cx: &mut MissCx<'_, B>,
+        va: u64,
+    ) -> Result<(u64, PageSize), SimError> {
+        let mut gh = self.guest_hashed.take().expect("a hashed guest");
+        let before = gh.cycles();
+        let res = gh.lookup(cx, va, &mut |cx: &mut MissCx<'_, B>, gpa| {
+            let mut c = 0;
+            let (hpa, _) = self.host_translate::<S, B>(cx, gpa, &mut c)?;
+            let (hit, lat) = cx.walk_load_as::<S>(hpa);
+            Ok((hit, c + lat))
+        });
+        let cycles = gh.cycles() - before;
+        let faulted = gh.faulting_walks();
+        self.guest_hashed = Some(gh);
+        let (gpfn, gsize) = res?;
+        self.ws.guest_faults = faulted;
+        self.finish_walk::<S, B>(cx, va, gpfn, gsize, cycles)
+    }
+}
+
 /// The host-physical address of `hva`, in the host page of size `s` whose first frame is `pfn`.
 fn host_pa(pfn: u64, s: PageSize, hva: u64) -> u64 {
     (pfn << 12) | (hva & (s.bytes() - 1))
@@ -365,6 +432,9 @@ impl MissHandler for NestedWalker {
         va: u64,
     ) -> Result<(u64, PageSize), SimError> {
         self.ws.walks += 1;
+        if self.guest_hashed.is_some() {
+            return self.hashed_guest_walk::<S, B>(cx, va);
+        }
         let (gpfn, gsize) = match cx.os.translate(va) {
             Some(x) => x,
             None => {
@@ -409,18 +479,7 @@ impl MissHandler for NestedWalker {
                 Entry::Empty => unreachable!("the page was mapped before the walk"),
             }
         }
-        // The data's guest-physical address, then its host page: the entry maps what both share.
-        let gpa = (gpfn << 12) + (va & (gsize.bytes() - 1));
-        let (hpa, hsize) = self.host_translate::<S, B>(cx, gpa, &mut cycles)?;
-        let size = gsize.min(hsize);
-        let frame = (hpa & !(size.bytes() - 1)) >> 12;
-        self.ws.walks_by_size[size as usize] += 1;
-        self.ws.cycles += cycles;
-        if logging {
-            self.log.push([3, frame, size as u64, 0, 0]);
-            self.log_left -= 1;
-        }
-        Ok((frame, size))
+        self.finish_walk::<S, B>(cx, va, gpfn, gsize, cycles)
     }
 
     fn misses(&self) -> u64 {
@@ -433,9 +492,18 @@ impl MissHandler for NestedWalker {
         self.guest_pscs.flush();
     }
 
+    /// The guest's mappings `inval` changed: a hashed guest table loses their entries.
+    fn invalidated(&mut self, inval: &[Invalidation]) {
+        if let Some(h) = &mut self.guest_hashed {
+            h.invalidated(inval);
+        }
+        self.flush();
+    }
+
     /// The guest PTE of `va` (its PT found through the OS's region memo): the host cache line
     /// the walk reads first and misses most (no simulated effect). (A second stage that also
-    /// prefetched the host PTE of an earlier address's data page measured no gain on gups.)
+    /// prefetched the host PTE of an earlier address's data page, and prefetching the rows of
+    /// the simulated caches the guest PTE's load reaches, measured no gain on gups.)
     #[inline(always)]
     fn prefetch(&self, os: &Os, _caches: &Caches, va: u64) {
         let pt = os.tables();
@@ -449,7 +517,7 @@ impl MissHandler for NestedWalker {
     }
 
     fn settle(&mut self, caches: &mut Caches) {
-        if let Some(h) = &mut self.host_hashed {
+        for h in [&mut self.host_hashed, &mut self.guest_hashed].into_iter().flatten() {
             h.settle(caches);
         }
         let n = caches.levels.len();
@@ -471,13 +539,18 @@ impl MissHandler for NestedWalker {
         let w = &self.ws;
         let loads: u64 = w.loads_at.iter().flatten().sum();
         let (g, h) = (self.guest_levels as u64, self.host_levels as u64);
-        if self.host_hashed.is_none() && loads > w.walks * (g + (g + 1) * h) {
+        if self.host_hashed.is_none() && self.guest_hashed.is_none() && loads > w.walks * (g + (g + 1) * h) {
             return Err("more nested walk loads than walks x (g + (g + 1) x h)".into());
         }
-        if w.loads_at[GUEST].iter().sum::<u64>() < w.walks {
+        let guest_loads = w.loads_at[GUEST].iter().sum::<u64>()
+            + self.guest_hashed.as_ref().map_or(0, |h| h.loads_at().iter().sum::<u64>());
+        if guest_loads < w.walks {
             return Err("a nested walk made no guest load".into());
         }
-        self.host_hashed.as_ref().map_or(Ok(()), |h| h.check())
+        for h in [&self.host_hashed, &self.guest_hashed].into_iter().flatten() {
+            h.check()?;
+        }
+        Ok(())
     }
 
     /// Walk cycles and the VM exits' (the overlap model's translation latency; the additive
@@ -515,10 +588,11 @@ impl Counters for NestedWalker {
         out.put(format_args!("walker.walks_2m"), w.walks_by_size[1]);
         out.put(format_args!("walker.walks_1g"), w.walks_by_size[2]);
         out.put(format_args!("walker.faulting_walks"), w.guest_faults);
-        // A hashed host's probes are host loads, by where they hit (no table levels).
-        let hashed: Vec<u64> = self.host_hashed.as_ref().map_or_else(Vec::new, |h| h.loads_at().to_vec());
+        // A hashed table's probes are its dimension's loads, by where they hit (no table levels).
+        let hashed_loads = |h: &Option<Box<HashedWalker>>| h.as_ref().map_or_else(Vec::new, |h| h.loads_at().to_vec());
+        let hashed = [hashed_loads(&self.guest_hashed), hashed_loads(&self.host_hashed)];
         let per_dim: [u64; 2] =
-            std::array::from_fn(|d| w.loads_at[d].iter().sum::<u64>() + d as u64 * hashed.iter().sum::<u64>());
+            std::array::from_fn(|d| w.loads_at[d].iter().sum::<u64>() + hashed[d].iter().sum::<u64>());
         out.put(format_args!("walker.loads"), per_dim[0] + per_dim[1]);
         out.put(format_args!("walker.cycles"), w.cycles);
         let names = &self.hit_names;
@@ -538,7 +612,7 @@ impl Counters for NestedWalker {
         }
         for (h, name) in names.iter().enumerate() {
             let n: u64 = w.loads_at.iter().map(|d| d.iter().skip(h).step_by(names.len()).sum::<u64>()).sum::<u64>()
-                + hashed.get(h).copied().unwrap_or(0);
+                + hashed.iter().map(|d| d.get(h).copied().unwrap_or(0)).sum::<u64>();
             out.put(format_args!("walker.loads_hit.{name}"), n);
         }
         out.put(format_args!("virt.host_walks"), w.host_walks);
@@ -553,6 +627,9 @@ impl Counters for NestedWalker {
         self.host.counters(&mut Prefixed { out });
         if let Some(h) = &self.host_hashed {
             h.counters(&mut Prefixed { out });
+        }
+        if let Some(h) = &self.guest_hashed {
+            h.table_counters(out);
         }
     }
 }
