@@ -4,7 +4,7 @@
 //! example (`scripts/sim-regress.sh`: the full result JSON, to diff two commits) and the
 //! `regress` test (the digests in `tests/data/regress-digests.txt`, in `make test`).
 //!
-//! The design matrix ([`design_cases`]): every configuration under `configs/{rmm,lite,mach,rainbow,virt}`
+//! The design matrix ([`design_cases`]): every configuration under `configs/{rmm,lite,mach,rainbow,virt,hashed}`
 //! plus PRISM, HSCC counting at the memory controller, the software walker and the TLB
 //! prefetcher, on the same six workloads, each
 //! case's loop copy recorded beside its digest (`tests/data/design-digests.txt`): the designs'
@@ -149,6 +149,17 @@ pub fn design_configs() -> Vec<(String, String, String, Vec<String>)> {
         file("configs/virt/skylake.toml"),
         vec!["os.policy=thp".into(), "virt.host.policy=4k".into()],
     ));
+    // A hashed guest table under nested paging: over the preset's THP host, and over a 4KB host
+    // whose table is hashed too.
+    let guest_cuckoo = ["psc=[]", "hashed_pt.kind=cuckoo", "hashed_pt.cwc={entries=16, ways=4}"];
+    let host_cuckoo = ["virt.host.policy=4k", "virt.host_psc=[]", "virt.host_hashed.kind=cuckoo"];
+    for (label, sets) in [
+        ("virt/skylake-guest-cuckoo", guest_cuckoo.to_vec()),
+        ("virt/skylake-guest-and-host-cuckoo", [&guest_cuckoo[..], &host_cuckoo[..]].concat()),
+    ] {
+        let sets = sets.iter().map(|s| s.to_string()).collect();
+        out.push((label.into(), "configs/virt/skylake.toml".into(), file("configs/virt/skylake.toml"), sets));
+    }
     let sky = xlat_core::presets::get("skylake").expect("preset").to_string();
     for (label, kind) in
         [("prefetch/skylake-sequential-eager", "sequential"), ("prefetch/skylake-distance-eager", "distance")]
