@@ -22,6 +22,7 @@ CONFIGS = {
     "nested, host 4KB": ["--config", "virt/skylake", "--set", "virt.host.policy=4k"],
     "elastic cuckoo": ["--config", "hashed/cuckoo"],
     "chained": ["--config", "hashed/chained"],
+    "nested, guest cuckoo": ["--config", "virt/skylake", "--set", "psc=[]", "--set", "hashed_pt.kind=cuckoo"],
 }
 
 
