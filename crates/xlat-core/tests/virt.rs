@@ -271,3 +271,27 @@ fn a_hashed_guest_table_translates_each_probe_through_the_host() {
     let e = cfg.validate().expect_err("refused").to_string();
     assert!(e.contains("virt.walk_log records radix guest walks"), "{e}");
 }
+
+#[test]
+fn a_host_that_reclaims_flushes_the_combined_translations_under_a_hashed_host_too() {
+    // 64 MiB of guest memory in 66 MiB of host memory, the host reclaiming (FIFO) when full: a
+    // cuckoo host table takes 3 MiB of it, so a guest touching 63 MiB twice makes the host evict
+    // guest pages, each eviction an INVEPT (every combined translation flushed), counted as with
+    // a radix host. (Before the hashed host's faults went through the nested walker's EPT
+    // violation, the host's invalidation ranges were applied to the guest's TLBs as guest
+    // addresses and nothing was counted.)
+    let text = |host_table: &str| {
+        format!(
+            "name = \"v\"\n[memory]\nsize = \"64MiB\"\ndram_latency = 100\n[[tlb]]\nname = \"l1\"\nlevel = 1\nrole = \"unified\"\nentries = 1\nways = 1\npage_sizes = [\"4KB\"]\n[walker]\nlatency = 0\n[virt]\nhost_memory = \"66MiB\"\n[virt.host]\nlevels = 4\nreclaim = \"fifo\"\n{host_table}"
+        )
+    };
+    let pages: Vec<u64> = (0..16_200u64).map(|i| BASE + i * 4096).collect();
+    let addrs: Vec<u64> = pages.iter().chain(&pages).copied().collect();
+    let cfg = Config::from_toml("v", &text("[virt.host_hashed]\nkind = \"cuckoo\"\nways = 3\n"), &[]).expect("valid");
+    let c = counts(&cfg, &addrs);
+    assert!(c["virt.host.os.reclaimed_pages"] > 0, "the host reclaimed: {}", c["virt.host.os.reclaimed_pages"]);
+    assert!(c["virt.host_flushes"] > 0, "each reclaim is an INVEPT");
+    // Every reclaimed page that the guest touches again is another VM exit.
+    assert!(c["virt.vm_exits"] > 16_200, "{}", c["virt.vm_exits"]);
+    assert_eq!(c["walker.walks"], 2 * 16_200);
+}

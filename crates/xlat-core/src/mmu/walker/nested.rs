@@ -315,7 +315,9 @@ impl NestedWalker {
         cycles: &mut u64,
     ) -> Result<(u64, PageSize), SimError> {
         if self.host.translate(hva).is_none() {
-            self.ws.vm_exits += 1;
+            // The EPT violation first, as with a radix host (the VM exit, and INVEPT if the host
+            // invalidated mappings to make room); the lookup then finds the page mapped.
+            self.host_fault(cx, hva)?;
         }
         let hw = self.host_hashed.as_mut().expect("a hashed host");
         let before = hw.cycles();
@@ -329,14 +331,19 @@ impl NestedWalker {
         Ok((host_pa(pfn, size, hva), size))
     }
 
-    /// An EPT violation at `hva`: a VM exit (its cycles are counted apart from the walk's), the host maps the page; if the host invalidated
-    /// mappings to make room, every combined translation goes (INVEPT).
+    /// An EPT violation at `hva`: a VM exit (its cycles are counted apart from the walk's), the
+    /// host maps the page; if the host invalidated mappings to make room, every combined
+    /// translation goes (INVEPT), and a hashed host table drops the entries of the pages that
+    /// went.
     #[cold]
     #[inline(never)]
     fn host_fault<B>(&mut self, cx: &mut MissCx<'_, B>, hva: u64) -> Result<(u64, PageSize), SimError> {
         self.ws.vm_exits += 1;
         self.host.fault(hva, &mut self.inval)?;
         if !self.inval.is_empty() {
+            if let Some(h) = &mut self.host_hashed {
+                h.invalidated(&self.inval);
+            }
             self.inval.clear();
             self.ws.host_flushes += 1;
             cx.mmu.invalidate(&[Invalidation::All]);
