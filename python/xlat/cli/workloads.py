@@ -45,6 +45,8 @@ def cmd_workloads_real(args: argparse.Namespace) -> int:
             print(f"{r.name}: {r.help}")
             print(f"    warm-up skip {r.skip:,} instructions ({r.skip_note})")
             print(f"    window {r.max_accesses:,} accesses")
+            print(f"    needs {r.memory / (1 << 30):.1f} GiB of memory ({r.memory_note})")
+            print(f"    footprint: {r.footprint_note}")
             print(f"    installs {needs}\n")
         return 0
     if not args.output:
