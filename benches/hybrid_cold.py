@@ -9,10 +9,10 @@ Run by hand: ``.venv/bin/python benches/hybrid_cold.py [REPS]`` (the installed `
 
 from __future__ import annotations
 
-import re
 import statistics
-import subprocess
 import sys
+
+from _simtime import sim_timing
 
 CONFIGS = {"plain": ["--cpu", "skylake", "--set", "sim.data_through_caches=true"]} | {
     n: ["--config", f"configs/rainbow/{n}.toml"]
@@ -22,12 +22,8 @@ CONFIGS = {"plain": ["--cpu", "skylake", "--set", "sim.data_through_caches=true"
 
 def rate(workload: str, args: list[str]) -> float:
     """Simulated accesses per second (millions) of one cold run."""
-    cmd = [sys.executable, "-m", "xlat", "sim", workload, *args, "--no-progress"]
-    err = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
-    m = re.search(r"simulated ([0-9,]+) accesses .* simulating ([0-9.]+) s", err)
-    if not m:
-        raise SystemExit(f"xlat sim printed no rate: {err.strip()[-200:]}")
-    return int(m.group(1).replace(",", "")) / float(m.group(2)) / 1e6
+    accesses, seconds = sim_timing(workload, args)
+    return accesses / seconds / 1e6
 
 
 def main() -> None:

@@ -12,10 +12,10 @@ Run by hand: ``.venv/bin/python benches/time_overlap.py [REPS] [TRACE...]`` (`ma
 from __future__ import annotations
 
 import os
-import re
 import statistics
-import subprocess
 import sys
+
+from _simtime import sim_timing
 
 DATA = ["--set", "sim.data_through_caches=true"]
 MODES = {
@@ -23,27 +23,6 @@ MODES = {
     "additive": DATA,
     "overlap": [*DATA, "--set", "time.model=overlap"],
 }
-
-
-def seconds(trace: str, args: list[str]) -> float:
-    cmd = [
-        sys.executable,
-        "-m",
-        "xlat",
-        "sim",
-        trace,
-        "--cpu",
-        "zen4",
-        *args,
-        "--no-progress",
-        "--json",
-        os.devnull,
-    ]
-    err = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
-    m = re.search(r"simulating ([0-9.]+) s", err)
-    if not m:
-        raise SystemExit(f"xlat sim printed no time: {err.strip()[-200:]}")
-    return float(m.group(1))
 
 
 def main() -> None:
@@ -56,7 +35,7 @@ def main() -> None:
         runs: dict[str, list[float]] = {k: [] for k in MODES}
         for _ in range(reps):
             for k, a in MODES.items():
-                runs[k].append(seconds(t, a))
+                runs[k].append(sim_timing(t, ["--cpu", "zen4", *a])[1])
         med = {k: statistics.median(v) for k, v in runs.items()}
         print(f"{t} (zen4; simulation seconds, medians of {reps}; ratio to 'additive' with the data caches):")
         for k in MODES:

@@ -10,11 +10,10 @@ runs it).
 
 from __future__ import annotations
 
-import os
-import re
 import statistics
-import subprocess
 import sys
+
+from _simtime import sim_timing
 
 CONFIGS = {
     "plain (skylake)": ["--cpu", "skylake"],
@@ -26,22 +25,13 @@ CONFIGS = {
 }
 
 
-def seconds(trace: str, args: list[str]) -> float:
-    cmd = [sys.executable, "-m", "xlat", "sim", trace, *args, "--no-progress", "--json", os.devnull]
-    err = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
-    m = re.search(r"simulating ([0-9.]+) s", err)
-    if not m:
-        raise SystemExit(f"xlat sim printed no time: {err.strip()[-200:]}")
-    return float(m.group(1))
-
-
 def main() -> None:
     reps = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     trace = sys.argv[2] if len(sys.argv) > 2 else "workload:gups?size=4GiB&accesses=10000000"
     runs: dict[str, list[float]] = {k: [] for k in CONFIGS}
     for _ in range(reps):
         for k, a in CONFIGS.items():
-            runs[k].append(seconds(trace, a))
+            runs[k].append(sim_timing(trace, a)[1])
     med = {k: statistics.median(v) for k, v in runs.items()}
     base = med["plain (skylake)"]
     print(f"{trace} (simulation seconds, medians of {reps}; ratio to the plain preset; bar 1.5x):")
