@@ -361,17 +361,13 @@ impl MachHandler {
     /// the page is not mapped yet (the VM system faults it in).
     #[inline(never)]
     fn os_frame<B: Backend>(&mut self, cx: &mut MissCx<'_, B>, va: u64, key: u64) -> Result<u64, SimError> {
-        let (pfn, size) = match cx.os.translate(va) {
-            Some(x) => x,
-            None => {
-                self.direct[INVALID] += 1;
-                self.cycles[INVALID] += self.c.invalid;
-                if cx.fault(va)? {
-                    self.flush_user();
-                }
-                cx.os.translate(va).expect("the fault mapped the page")
-            }
-        };
+        let (pfn, size, invalidated) = cx.mapping(va, || {
+            self.direct[INVALID] += 1;
+            self.cycles[INVALID] += self.c.invalid;
+        })?;
+        if invalidated {
+            self.flush_user();
+        }
         let pfn = pfn + ((va >> 12) & (size.bytes() / 4096 - 1));
         self.frames.put(key, pfn);
         Ok(pfn)

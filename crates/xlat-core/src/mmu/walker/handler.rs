@@ -29,6 +29,21 @@ impl<B> MissCx<'_, B> {
         // make the compiler keep it in memory on every miss, not only on faults.)
         fault(self.os, self.mmu, self.inval, va)
     }
+
+    /// The OS's mapping of `va` (first frame, page size) and whether a fault on the way
+    /// invalidated mappings (the handler then drops what it caches of the page tables): a page
+    /// not mapped yet is faulted in first, `on_fault` called before (the handler's count of
+    /// faulting misses). Every miss handler starts here.
+    #[inline(always)]
+    pub fn mapping(&mut self, va: u64, on_fault: impl FnOnce()) -> Result<(u64, PageSize, bool), SimError> {
+        if let Some((pfn, size)) = self.os.translate(va) {
+            return Ok((pfn, size, false));
+        }
+        on_fault();
+        let invalidated = self.fault(va)?;
+        let (pfn, size) = self.os.translate(va).expect("the fault mapped the page");
+        Ok((pfn, size, invalidated))
+    }
 }
 
 impl<B: Backend> MissCx<'_, B> {

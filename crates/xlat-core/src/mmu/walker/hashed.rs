@@ -547,15 +547,10 @@ impl HashedWalker {
     ) -> Result<(u64, PageSize), SimError> {
         self.ws.walks += 1;
         let mut faulted = false;
-        let (pfn, size) = match cx.os.translate(va) {
-            Some(x) => x,
-            None => {
-                self.ws.faulting_walks += 1;
-                faulted = true;
-                cx.fault(va)?;
-                cx.os.translate(va).expect("the fault mapped the page")
-            }
-        };
+        let (pfn, size, _) = cx.mapping(va, || {
+            self.ws.faulting_walks += 1;
+            faulted = true;
+        })?;
         self.ws.walks_by_size[size as usize] += 1;
         let asid = cx.os.asid();
         // The fault that mapped the page inserts it; a page mapped otherwise (eagerly, or its

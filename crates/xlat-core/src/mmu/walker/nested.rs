@@ -442,16 +442,10 @@ impl MissHandler for NestedWalker {
         if self.guest_hashed.is_some() {
             return self.hashed_guest_walk::<S, B>(cx, va);
         }
-        let (gpfn, gsize) = match cx.os.translate(va) {
-            Some(x) => x,
-            None => {
-                self.ws.guest_faults += 1;
-                if cx.fault(va)? {
-                    self.flush();
-                }
-                cx.os.translate(va).expect("the fault mapped the page")
-            }
-        };
+        let (gpfn, gsize, invalidated) = cx.mapping(va, || self.ws.guest_faults += 1)?;
+        if invalidated {
+            self.flush();
+        }
         let logging = self.logging();
         if logging {
             let host_root = self.host.tables().table_pa(self.host.root());

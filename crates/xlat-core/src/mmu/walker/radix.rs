@@ -105,16 +105,10 @@ impl MissHandler for RadixWalker {
             *p.entry(va >> 21).or_default() += 1;
         }
         let levels = self.levels;
-        let (pfn, size) = match cx.os.translate(va) {
-            Some(x) => x,
-            None => {
-                self.ws.faulting_walks += 1;
-                if cx.fault(va)? {
-                    self.flush();
-                }
-                cx.os.translate(va).expect("the fault mapped the page")
-            }
-        };
+        let (pfn, size, invalidated) = cx.mapping(va, || self.ws.faulting_walks += 1)?;
+        if invalidated {
+            self.flush();
+        }
         self.ws.walks_by_size[size as usize] += 1;
         let tag = cx.mmu.tag();
         let root = cx.os.root();

@@ -93,14 +93,7 @@ impl MissHandler for SoftwareHandler {
         va: u64,
     ) -> Result<(u64, PageSize), SimError> {
         self.walks += 1;
-        let (pfn, size) = match cx.os.translate(va) {
-            Some(x) => x,
-            None => {
-                self.faulting_walks += 1;
-                cx.fault(va)?;
-                cx.os.translate(va).expect("the fault mapped the page")
-            }
-        };
+        let (pfn, size, _) = cx.mapping(va, || self.faulting_walks += 1)?;
         self.walks_by_size[size as usize] += 1;
         // The table holding the leaf entry and the table above it (software walk, no cost).
         let tables = cx.os.tables();
