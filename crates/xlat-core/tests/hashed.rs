@@ -8,33 +8,12 @@ use xlat_core::config::Config;
 use xlat_core::Simulator;
 use xlat_trace::{Access, AccessKind, Batch};
 
-use crate::common::{mmap, munmap, run, ANON};
+use crate::common::{mmap, munmap, run, walk_machine, ANON};
 
-/// A 1-entry TLB for every size (each new page walks), no caches (a load costs 100 cycles),
-/// walker latency 0, and `[hashed_pt]` with `hashed` (TOML key = value lines).
+/// The hand-derivation machine (`common::walk_machine`) with `[hashed_pt]` `hashed` (TOML
+/// key = value lines) and the OS policy `policy`.
 fn machine(hashed: &str, policy: &str) -> Config {
-    let text = format!(
-        r#"
-name = "hashed-test"
-[os]
-policy = "{policy}"
-[memory]
-size = "4GiB"
-dram_latency = 100
-[[tlb]]
-name = "l1"
-level = 1
-role = "unified"
-entries = 1
-ways = 1
-page_sizes = ["4KB", "2MB", "1GB"]
-[walker]
-latency = 0
-[hashed_pt]
-{hashed}
-"#
-    );
-    Config::from_toml("hashed-test", &text, &[]).expect("valid")
+    walk_machine("hashed-test", &format!("policy = \"{policy}\""), &format!("[hashed_pt]\n{hashed}"))
 }
 
 const BASE: u64 = 0x7000_0000_0000;

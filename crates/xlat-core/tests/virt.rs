@@ -9,39 +9,17 @@ use xlat_core::config::Config;
 use xlat_core::Simulator;
 use xlat_trace::{Access, AccessKind, Batch};
 
-use crate::common::{mmap, run, ANON};
+use crate::common::{mmap, run, walk_machine, ANON};
 
-/// A machine with a 1-entry TLB holding every size (so every access to a new page walks), no
-/// caches (each load costs `memory.dram_latency` = 100), walker latency 0, guest `levels` and
-/// host `host_levels`; `extra` is more TOML (PSCs, the nested TLB, policies).
+/// The hand-derivation machine (`common::walk_machine`: a 1-entry TLB holding every size, so
+/// every access to a new page walks; no caches, each load costing `memory.dram_latency` = 100;
+/// walker latency 0), guest `levels` and host `host_levels`; `extra` is more TOML (PSCs, the
+/// nested TLB, policies).
 fn machine(levels: u32, host_levels: u32, extra: &str) -> Config {
-    let text = format!(
-        r#"
-name = "virt-test"
-[os]
-levels = {levels}
-[memory]
-size = "4GiB"
-dram_latency = 100
-[[tlb]]
-name = "l1"
-level = 1
-role = "unified"
-entries = 1
-ways = 1
-page_sizes = ["4KB", "2MB", "1GB"]
-[walker]
-latency = 0
-[virt]
-host_memory = "16GiB"
-vm_exit_cycles = 1000
-[virt.host]
-levels = {host_levels}
-{extra}
-"#
-    );
-    // (`extra` may open tables of its own; the [virt.host] keys above come first.)
-    Config::from_toml("virt-test", &text, &[]).expect("valid")
+    // (`extra` may open tables of its own; the [virt.host] keys come first.)
+    let virt =
+        format!("[virt]\nhost_memory = \"16GiB\"\nvm_exit_cycles = 1000\n[virt.host]\nlevels = {host_levels}\n{extra}");
+    walk_machine("virt-test", &format!("levels = {levels}"), &virt)
 }
 
 const BASE: u64 = 0x7000_0000_0000;

@@ -74,6 +74,34 @@ pub fn run(mut s: Simulator, batches: &[Batch]) -> (Simulator, std::collections:
     (s, c)
 }
 
+/// The hand-derivation machine of tests/hashed.rs and tests/virt.rs, named `name`: 4 GiB, a
+/// 1-entry TLB for every page size (each access to a new page walks), no caches (each load costs
+/// `memory.dram_latency` = 100 cycles), walker latency 0; `os` is more of the `[os]` table, and
+/// `extra` more TOML after it (the design's tables).
+pub fn walk_machine(name: &str, os: &str, extra: &str) -> Config {
+    let text = format!(
+        r#"
+name = "{name}"
+[os]
+{os}
+[memory]
+size = "4GiB"
+dram_latency = 100
+[[tlb]]
+name = "l1"
+level = 1
+role = "unified"
+entries = 1
+ways = 1
+page_sizes = ["4KB", "2MB", "1GB"]
+[walker]
+latency = 0
+{extra}
+"#
+    );
+    Config::from_toml(name, &text, &[]).expect("valid")
+}
+
 /// The tiny hybrid memory of tests/hybrid.rs and tests/rainbow.rs: 2MiB of DRAM (latency 100,
 /// 10/20 pJ, 1000 mW) and `nvm` of NVM (read 200, write 500, 30/100 pJ, no static power), data
 /// through the caches.
