@@ -32,6 +32,7 @@ examples (quote workload specs: & and ? are special to the shell):
   xlat sim --cpu skylake --cpu zen4 --set skylake:tlb.stlb.entries=2048 bfs.xlat
   xlat fidelity xz.xlat --epoch 10000000   # access/dirty bits at G bits per 2MB page
   xlat sweep sweep.toml -o results/        # every point of a sweep file on Dask, resumable
+  xlat reproduce rmm --quick              # a document's findings beside xlat's figures
   xlat mrc xz.xlat --sets 1,16 --plot mrc.png   # misses of an LRU TLB of every size
   xlat superpage-touch xz.xlat --plot touch.png  # touched 4KB pages per 2MB superpage (Rainbow)
   xlat rainbow xz.xlat --dram 256MiB       # Rainbow against its four baselines (hybrid DRAM/NVM)
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         mrc,
         rainbow,
         reclaim,
+        reproduce,
         rmm,
         run,
         sim,
@@ -88,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.register(sub, common)
     sweep.register(sub, common)  # many points on Dask (resumable)
     rmm.register(sub, common)  # Redundant Memory Mappings against its baselines
+    reproduce.register(sub, common)  # a reference document's findings beside xlat's figures
     fidelity.register(sub, common)  # access/dirty-bit fidelity at G bits per 2MB page (PRISM)
     reclaim.register(sub, common)  # eviction under memory pressure at G bits per 2MB page (PRISM)
     mrc.register(sub, common)  # one-pass LRU miss-ratio curves of TLBs of every size

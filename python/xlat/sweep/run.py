@@ -198,6 +198,8 @@ def row_of(
         row[f"axis.{k}"] = None if v is None else axis_value(v, types.get(k, "string"))
     row.update(result["counters"])
     row.update({f"derived.{k}": v for k, v in result["derived"].items()})
+    if "contiguity" in result:  # sim.contiguity=true: the runs and entries, as JSON text
+        row["contiguity_json"] = json.dumps(result["contiguity"], sort_keys=True)
     return row
 
 

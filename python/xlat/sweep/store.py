@@ -54,6 +54,7 @@ ID_COLUMNS = (
     "set",
     "sim_config_hash",
     "config_json",
+    "contiguity_json",
 )
 
 
