@@ -56,13 +56,20 @@ class Program:
 
 @dataclass(frozen=True)
 class Variant:
-    """One configuration: preset ``cpu`` with ``sets`` (``--set`` overrides). ``ablation``: what
-    the variant removes, when it is an ablation (shown in the report)."""
+    """One configuration: preset ``cpu`` (or the configuration file ``config``, which then takes
+    its place) with ``sets`` (``--set`` overrides). ``ablation``: what the variant removes, when
+    it is an ablation (shown in the report)."""
 
     name: str
     cpu: str
     sets: tuple[str, ...]
     ablation: str = ""
+    config: str | None = None
+
+    @property
+    def base(self) -> tuple[str, str]:
+        """The sweep point's base: ("config", path) or ("cpu", preset)."""
+        return ("config", self.config) if self.config else ("cpu", self.cpu)
 
 
 @dataclass
@@ -145,9 +152,10 @@ class Report:
             "",
             "Configurations: "
             + "; ".join(
-                f"**{x.name}**" + (f" (ablation: {x.ablation})" if x.ablation else "") for x in self.variants
+                f"**{x.name}** (`{x.config or x.cpu}`" + (f"; ablation: {x.ablation})" if x.ablation else ")")
+                for x in self.variants
             )
-            + f" (preset `{self.variants[0].cpu}`)."
+            + "."
             if self.variants
             else "",
             "",
@@ -285,7 +293,7 @@ def run(
     os.makedirs(results_dir, exist_ok=True)
     _check_memory(progs, results_dir)
     where = f"xlat reproduce {doc.name}"
-    points = [Point(p.trace, "cpu", v.cpu, v.sets, None) for p in progs for v in variants]
+    points = [Point(p.trace, *v.base, v.sets, None) for p in progs for v in variants]
     win = doc.window(quick)
     try:
         resolved = check(points, [], where)
