@@ -104,6 +104,8 @@ class Data:
     programs: list[Program]
     variants: list[Variant]
     rows: dict[tuple[str, str], dict[str, Any]]
+    #: Program name -> the document's ``analysis`` of its trace (documents with one).
+    analyses: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __call__(self, program: str, variant: str) -> dict[str, Any]:
         return self.rows[(program, variant)]
@@ -203,7 +205,9 @@ class Document:
     """What a document module declares. ``programs(quick)`` and ``variants(quick)`` give the
     points (every program under every variant); ``report(data, report)`` fills the report's
     tables, findings and checks from the finished points; ``window(quick)``: the window of every
-    trace (skip, warmup, limit) or None."""
+    trace (skip, warmup, limit) or None. ``analysis(trace_path, quick)``: figures that are not
+    simulator counters (e.g. an analysis of the trace itself), run once per program after the
+    sweep and cached in ``OUT/analyses/`` by trace content and xlat version (a JSON-able dict)."""
 
     name: str
     title: str
@@ -212,6 +216,7 @@ class Document:
     variants: Callable[[bool], list[Variant]]
     report: Callable[[Data, Report], None]
     window: Callable[[bool], tuple[int, int, int | None] | None] = lambda quick: None
+    analysis: Callable[[str, bool], dict[str, Any]] | None = None
 
 
 def find(name: str) -> Document:
@@ -315,7 +320,7 @@ def run(
                 f"the {outcome.skipped + outcome.ran} finished are kept in {results_dir}"
             )
         version = xlat_version()
-        planned, _paths = plan(sweep, Results(results_dir, version), version)
+        planned, paths = plan(sweep, Results(results_dir, version), version)
     except (SweepError, TracingError) as e:
         raise ReproduceError(str(e)) from None
     import pyarrow.parquet as pq
@@ -329,6 +334,15 @@ def run(
             ]
         p, v = progs[i // len(variants)], variants[i % len(variants)]
         rows[(p.name, v.name)] = by_key[pl.key]
+    analyses = {}
+    if doc.analysis is not None:
+        by_trace = {pl.point.trace: pl.trace_hash for pl in planned}
+        for p in progs:
+            path = paths.get(p.trace, p.trace)
+            analyses[p.name] = _cached(
+                os.path.join(out, "analyses", f"{by_trace[p.trace]}-{version}-{int(quick)}.json"),
+                lambda path=path: doc.analysis(path, quick),
+            )
     from xlat import __version__
 
     report = Report(
@@ -341,12 +355,30 @@ def run(
         progs,
         variants,
     )
-    doc.report(Data(progs, variants, rows), report)
+    doc.report(Data(progs, variants, rows, analyses), report)
     with open(os.path.join(out, f"{doc.name}.md"), "w") as f:
         f.write(report.markdown())
     with open(os.path.join(out, f"{doc.name}.json"), "w") as f:
         json.dump(report.to_dict(), f, indent=1, default=str)
     return report
+
+
+def _cached(path: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``compute()``, kept in ``path`` (written whole or not at all: a killed run recomputes)."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        pass
+    value = compute()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(value, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return value
 
 
 def splice(path: str, report: Report) -> None:
