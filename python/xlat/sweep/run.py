@@ -238,7 +238,9 @@ def connect(scheduler: str | None, workers: int | None, connect_timeout: float):
         n_workers=n,
         threads_per_worker=1,
         processes=True,
-        dashboard_address=None,
+        # A port of its own: None still binds the scheduler's HTTP server to 8787, and a second
+        # sweep on the machine then warns ("Port 8787 is already in use").
+        dashboard_address=":0",
         silence_logs=logging.ERROR,
     )
     return Client(cluster), cluster
