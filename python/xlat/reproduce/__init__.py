@@ -130,6 +130,8 @@ class Report:
     #: Mechanism-level checks (name -> held), asserted by ``make test`` on ``--quick``.
     checks: dict[str, bool] = field(default_factory=dict)
     plots: list[str] = field(default_factory=list)
+    #: The output directory (plots go there; the Markdown names them relative to it).
+    out: str = ""
 
     def verdicts(self) -> dict[str, int]:
         out = dict.fromkeys(VERDICTS, 0)
@@ -142,8 +144,9 @@ class Report:
         d["verdicts"] = self.verdicts()
         return d
 
-    def markdown(self) -> str:
-        """The report as a Markdown section (docs/reproduction.md holds one per document)."""
+    def markdown(self, images: dict[str, str] | None = None) -> str:
+        """The report as a Markdown section (docs/reproduction.md holds one per document).
+        ``images``: plot path -> the path the Markdown names (default: relative to ``out``)."""
         v = self.verdicts()
         out = [
             f"## {self.title}",
@@ -180,7 +183,8 @@ class Report:
             if t.note:
                 out += ["", t.note]
         for p in self.plots:
-            out += ["", f"![{os.path.basename(p)}]({p})"]
+            name = (images or {}).get(p) or os.path.relpath(p, self.out or ".")
+            out += ["", f"![{os.path.basename(p)}]({name})"]
         return "\n".join(out) + "\n"
 
 
@@ -354,6 +358,7 @@ def run(
         quick,
         progs,
         variants,
+        out=out,
     )
     doc.report(Data(progs, variants, rows, analyses), report)
     with open(os.path.join(out, f"{doc.name}.md"), "w") as f:
@@ -384,12 +389,20 @@ def _cached(path: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 def splice(path: str, report: Report) -> None:
     """Replace ``report``'s section in the Markdown file ``path`` (between the markers
     ``<!-- reproduce:NAME -->`` and ``<!-- /reproduce:NAME -->``; appended when absent)."""
+    import shutil
+
     begin, end = f"<!-- reproduce:{report.document} -->", f"<!-- /reproduce:{report.document} -->"
+    images = {}
+    for p in report.plots:  # beside the Markdown file, in its img/ folder
+        rel = os.path.join("img", f"reproduce-{os.path.basename(p)}")
+        os.makedirs(os.path.join(os.path.dirname(os.path.abspath(path)), "img"), exist_ok=True)
+        shutil.copyfile(p, os.path.join(os.path.dirname(os.path.abspath(path)), rel))
+        images[p] = rel
     text = ""
     if os.path.exists(path):
         with open(path) as f:
             text = f.read()
-    block = f"{begin}\n{report.markdown()}{end}"
+    block = f"{begin}\n{report.markdown(images)}{end}"
     if begin in text and end in text:
         head, rest = text.split(begin, 1)
         text = head + block + rest.split(end, 1)[1]

@@ -591,6 +591,9 @@ def report(d: Data, r: Report) -> None:
         )
     )
 
+    if r.out:
+        r.plots += _plots(d, r.out, P, OV)
+
     # Mechanism-level checks (make test asserts them on --quick)
     if "gups" in P:
         r.checks["RMM removes > 99% of walks on gups (eager paging)"] = removed(d, "gups", "RMM") > 0.99
@@ -599,6 +602,49 @@ def report(d: Data, r: Report) -> None:
     r.checks["eager paging forms no more ranges than demand paging"] = all(
         C[p]["RMM"].get("ranges", 0) <= C[p]["demand+THP"].get("ranges", 0) for p in P
     )
+
+
+def _plots(d: Data, out: str, P: list[str], OV: dict) -> list[str]:
+    """Figure 4.5 (Table 4.5's overhead per design and program) and Figure 4.6 (the range
+    TLB's miss ratio against its entries), as PNGs in ``out``."""
+    import os
+
+    from xlat._optional import need_pyplot
+
+    plt = need_pyplot()
+    designs = ("4KB", "CTLB", "THP", "1GB", "DS", "RMM")
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(P) + 2), 3.6))
+    w = 0.8 / len(designs)
+    for i, v in enumerate(designs):
+        ys = [max(OV[p][v], 1e-6) * 100 for p in P]
+        ax.bar([j + (i - len(designs) / 2 + 0.5) * w for j in range(len(P))], ys, w, label=v)
+    ax.set_xticks(range(len(P)), P, rotation=30, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("overhead (% of ideal cycles)")
+    ax.set_title("Figure 4.5: Table 4.5's overhead per design (xlat, Sandy Bridge)", fontsize=9)
+    ax.legend(fontsize=7, ncol=3)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    f45 = os.path.join(out, "rmm-figure-4.5.png")
+    fig.savefig(f45, dpi=110)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    xs = (1, 16, 32, 64)
+    names = ("RMM, 1 entries", "RMM, 16 entries", "RMM", "RMM, 64 entries")
+    for p in P:
+        ax.plot(xs, [100 * range_miss_ratio(d, p, v) for v in names], marker="o", label=p)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs, [str(x) for x in xs])
+    ax.set_xlabel("range TLB entries")
+    ax.set_ylabel("range TLB miss ratio (%)")
+    ax.set_title("Figure 4.6: range TLB miss ratio against its entries (xlat)", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    f46 = os.path.join(out, "rmm-figure-4.6.png")
+    fig.savefig(f46, dpi=110)
+    plt.close(fig)
+    return [f45, f46]
 
 
 def _tab47(c: dict[str, Any]) -> list[Any]:
