@@ -98,3 +98,11 @@ def progs(tmp_path_factory, lib):
         subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(PROGS / f"{name}.c"), "-ldl"], check=True)
         built[name] = str(exe)
     return built
+
+
+@pytest.fixture(scope="session")
+def reproduce_out(tmp_path_factory):
+    """One output directory per ``xlat reproduce`` document for the whole session: the generic
+    test and each document's own test run the same --quick pipeline, the second finding every
+    point finished (a run resumes; only the report is computed again)."""
+    return tmp_path_factory.mktemp("reproduce")

@@ -24,8 +24,8 @@ def _xlat(*args: str, **kw) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory) -> dict:
-    out = tmp_path_factory.mktemp("reproduce")
+def quick(reproduce_out) -> dict:
+    out = reproduce_out
     return {name: (run(name, str(out / name), quick=True, workers=1), out / name) for name in DOCUMENTS}
 
 

@@ -106,6 +106,9 @@ class Data:
     rows: dict[tuple[str, str], dict[str, Any]]
     #: Program name -> the document's ``analysis`` of its trace (documents with one).
     analyses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Program name -> a trace its analyses can read: the file a ``recipe:`` was traced into,
+    #: else the program's own trace (a spec or a file).
+    paths: dict[str, str] = field(default_factory=dict)
 
     def __call__(self, program: str, variant: str) -> dict[str, Any]:
         return self.rows[(program, variant)]
@@ -360,7 +363,8 @@ def run(
         variants,
         out=out,
     )
-    doc.report(Data(progs, variants, rows, analyses), report)
+    traces = {p.name: paths.get(p.trace, p.trace) for p in progs}
+    doc.report(Data(progs, variants, rows, analyses, traces), report)
     with open(os.path.join(out, f"{doc.name}.md"), "w") as f:
         f.write(report.markdown())
     with open(os.path.join(out, f"{doc.name}.json"), "w") as f:
