@@ -36,6 +36,7 @@ __all__ = [
 DOCUMENTS: dict[str, tuple[str, str, str]] = {
     "rmm": ("xlat.reproduce.rmm", "000_a44384fd80f6240a.txt", "Karakostas 2016, chapter 4 (RMM)"),
     "rainbow": ("xlat.reproduce.rainbow", "003_09b9348382cdec1b.txt", "Wang et al. 2018 (Rainbow)"),
+    "prism": ("xlat.reproduce.prism", "004_7cf9e7950f33942f.txt", "Ausavarungnirun et al. 2020 (PRISM)"),
     "lite": ("xlat.reproduce.lite", "000_a44384fd80f6240a.txt", "Karakostas 2016, chapter 5 (Lite)"),
     "mach": ("xlat.reproduce.mach", "001_0bd70b70c17a550f.txt", "Bala 1995 (Mach software TLBs)"),
 }
