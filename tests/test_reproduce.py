@@ -146,3 +146,22 @@ def test_recipe_that_cannot_install_is_one_sentence(tmp_path, monkeypatch):
     monkeypatch.setattr(rw, "mem_available", lambda path="/proc/meminfo": 1 << 40)
     with pytest.raises(ReproduceError, match=r"pip install .* failed"):
         run("rmm", str(tmp_path), programs=["numpy-gather"], workers=1)
+
+
+def test_programs_by_suite_name_recipe_traces_and_specs(tmp_path):
+    """--programs takes the document's own program names; --traces DIR supplies a recipe's trace
+    already made (DIR/NAME.xlat); two specs of one workload are named by their whole spec."""
+    from xlat.reproduce import Program, program_of
+
+    suite = find("rmm").programs(False)
+    gups = program_of("gups", suite)
+    assert gups == next(p for p in suite if p.name == "gups") and gups.trace.startswith("workload:gups")
+    assert program_of("xz", suite) == Program("xz", "recipe:xz")  # no trace made yet: traced by the run
+    (tmp_path / "xz.xlat").write_bytes(b"")
+    assert program_of("xz", suite, str(tmp_path)) == Program("xz", str(tmp_path / "xz.xlat"))
+    assert program_of("numpy-sort", suite, str(tmp_path)) == Program("numpy-sort", "recipe:numpy-sort")
+    with pytest.raises(ReproduceError, match="is not a directory"):
+        run("rmm", str(tmp_path / "o"), programs=["gups"], traces=str(tmp_path / "none"))
+    specs = ["workload:gups?size=64MiB&accesses=1000", "workload:gups?size=128MiB&accesses=1000"]
+    report = run("rmm", str(tmp_path / "two"), programs=specs, workers=1)
+    assert [p.name for p in report.programs] == [s.removeprefix("workload:") for s in specs]

@@ -32,6 +32,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             out,
             quick=args.quick,
             programs=programs,
+            traces=args.traces,
             scheduler=args.scheduler,
             workers=args.workers,
             connect_timeout=args.connect_timeout,
@@ -83,8 +84,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--programs",
         metavar="LIST",
-        help="comma-separated recipes (xlat workloads real), workload: specs or trace files "
-        "(default: the document's suite)",
+        help="comma-separated names of the document's programs, recipes (xlat workloads real), workload: "
+        "specs or trace files (default: the document's suite)",
+    )
+    s.add_argument(
+        "--traces",
+        metavar="DIR",
+        help="recipe traces already made: recipe NAME is read from DIR/NAME.xlat when it is there "
+        "(e.g. another run's OUT/results/_traces)",
     )
     s.add_argument(
         "-o", "--output", metavar="DIR", help="results directory (default reproduce-DOCUMENT[-quick])"
