@@ -480,7 +480,7 @@ def report(d: Data, r: Report) -> None:
                     else -1
                 ),
             )
-            + " (its range-TLB misses are accesses outside every range: mappings below the 8-page threshold)",
+            + " (its range-TLB misses are accesses outside every range)",
         )
     )
     m16 = {p: range_miss_ratio(d, p, "RMM, 16 entries") for p in P}
