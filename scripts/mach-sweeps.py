@@ -31,15 +31,9 @@ sys.path.insert(0, str(ROOT / "python"))
 
 from xlat import mach_model as mm  # noqa: E402
 
-SCHEMES = ["tlb-only", "stlb-1k", "stlb-4k", "stlb-2way", "ptlb", "ptlb+stlb"]
-LABEL = {
-    "tlb-only": "Mach",
-    "stlb-1k": "DM 1K",
-    "stlb-4k": "DM 4K",
-    "stlb-2way": "2-way 4K",
-    "ptlb": "PTLB",
-    "ptlb+stlb": "PTLB+STLB",
-}
+# The six machines and their names, as `xlat reproduce mach` has them.
+from xlat.reproduce.mach import LABEL, SCHEMES  # noqa: E402
+
 BEGIN, END = "<!-- mach-sweeps:begin -->", "<!-- mach-sweeps:end -->"
 
 
