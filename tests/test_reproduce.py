@@ -15,6 +15,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
+from conftest import result
 from xlat import real_workloads as rw
 from xlat.reproduce import DOCUMENTS, VERDICTS, ReproduceError, find, run, splice
 
@@ -42,6 +43,18 @@ def test_quick_tables_findings_and_mechanisms(quick, name):
     assert md.count("\n| ") >= len(report.findings) and report.title in md
     doc = json.loads((out / f"{name}.json").read_text())
     assert len(doc["findings"]) == len(report.findings) and doc["verdicts"] == report.verdicts()
+
+
+def test_json_is_a_results_document(quick):
+    """`--json` writes the report as a results document (validated by conftest's result())."""
+    _, out = quick["rmm"]
+    p = _xlat(
+        "reproduce", "rmm", "--quick", "-o", str(out / "rmm"), "--workers", "1", "--json", "--no-progress"
+    )
+    assert p.returncode == 0, p.stderr
+    doc = result(p.stdout)
+    assert doc["kind"] == "reproduce" and doc["document"] == "rmm" and doc["verdicts"]["reproduced"] > 0
+    assert len(doc["findings"]) == len(quick["rmm"][0].findings)
 
 
 def test_rmm_quick_figures(quick):

@@ -52,6 +52,7 @@ ELSEWHERE = {
     "trace": "test_tracer.py",
     "sweep": "test_sweep.py",
     "experiment predict": "test_experiment.py",
+    "reproduce": "test_reproduce.py",
 }
 
 

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from xlat.cli.common import CliError, progress
+from xlat.cli.jsonopt import add_json_flag, emit_json, to_stdout
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -44,10 +45,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.doc:
         splice(args.doc, report)
     md = os.path.join(out, f"{doc.name}.md")
-    if args.json == "-":
-        with open(os.path.join(out, f"{doc.name}.json")) as f:
-            sys.stdout.write(f.read())
-    else:
+    files = [p.trace for p in report.programs if os.path.isfile(p.trace)]
+    emit_json(args.json, report.to_dict(), kind="reproduce", inputs=files)
+    if not to_stdout(args):
         sys.stdout.write(report.markdown())
     v = report.verdicts()
     print(
@@ -106,7 +106,5 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--connect-timeout", type=float, default=5.0, metavar="S", help="how long to try to reach --scheduler"
     )
-    s.add_argument(
-        "--json", nargs="?", const="-", default=None, metavar="-", help="print the JSON report instead"
-    )
+    add_json_flag(s, "the report (programs, configurations, tables, findings, verdicts, checks)")
     s.set_defaults(func=cmd_reproduce, parser=s)
