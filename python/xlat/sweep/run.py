@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -141,6 +142,7 @@ def resolve_recipes(sweep: Sweep, results: Results, progress: bool) -> dict[str,
             os.makedirs(part, exist_ok=True)
             rw.run(name, os.path.join(part, f"{name}.xlat"), progress=progress)
             os.replace(os.path.join(part, f"{name}.xlat"), path)
+            shutil.rmtree(part, ignore_errors=True)  # what else the tracing left there
         out[t] = path
     return out
 
