@@ -35,6 +35,8 @@ import json
 from typing import Any
 
 from xlat.reproduce import Data, Document, Finding, Program, Report, Table, Variant
+from xlat.reproduce.fmt import mean as _mean
+from xlat.reproduce.fmt import pct
 
 #: Variant name -> configs/lite file.
 CONFIGS = {
@@ -251,13 +253,8 @@ def lookups_below_full(d: Data, p: str, v: str) -> int:
     )
 
 
-def _mean(xs: list[float]) -> float:
-    xs = [x for x in xs if x == x]
-    return sum(xs) / len(xs) if xs else float("nan")
-
-
 def _pct(x: float, digits: int = 0) -> str:
-    return "-" if x != x else f"{100 * x:.{digits}f}%"
+    return pct(x, digits)
 
 
 def _chg(x: float, digits: int = 0) -> str:

@@ -23,6 +23,8 @@ from urllib.parse import parse_qs
 from xlat import mach_model as mm
 from xlat._data import configs_dir
 from xlat.reproduce import Data, Document, Finding, Program, Report, Table, Variant
+from xlat.reproduce.fmt import pct as _pct
+from xlat.reproduce.fmt import span as _span
 
 SCHEMES = ("tlb-only", "stlb-1k", "stlb-4k", "stlb-2way", "ptlb", "ptlb+stlb")
 LABEL = {
@@ -170,18 +172,6 @@ def stlb_solution(c: dict[str, float]) -> dict[str, int] | None:
 
 
 # --- formatting ------------------------------------------------------------------------------
-
-
-def _pct(x: float, digits: int = 1) -> str:
-    return "-" if x != x else f"{100 * x:.{digits}f}%"
-
-
-def _span(xs: list[float], f=_pct) -> str:
-    xs = [x for x in xs if x == x]
-    if not xs:
-        return "-"
-    a, b = f(min(xs)), f(max(xs))
-    return a if a == b else f"{a} to {b}"
 
 
 def _f2(x: float) -> str:

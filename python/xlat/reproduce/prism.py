@@ -40,6 +40,8 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from xlat.reproduce import Data, Document, Finding, Program, Report, Table, Variant
+from xlat.reproduce.fmt import mean as _mean
+from xlat.reproduce.fmt import pct as _pct
 
 CPU = "skylake"
 THP = ("os.policy=thp", "os.thp=always")
@@ -164,15 +166,6 @@ def registry_bytes(d: Data, p: str, v: str = V_PRISM) -> int:
 
 
 # --- formatting ------------------------------------------------------------------------------
-
-
-def _pct(x: float, digits: int = 1) -> str:
-    return "-" if x is None or x != x else f"{100 * x:.{digits}f}%"
-
-
-def _mean(xs) -> float:
-    xs = [x for x in xs if x == x]
-    return sum(xs) / len(xs) if xs else float("nan")
 
 
 def _span(xs: dict[str, float]) -> str:

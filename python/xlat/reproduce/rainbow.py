@@ -25,6 +25,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from xlat.reproduce import Data, Document, Finding, Program, Report, Table, Variant
+from xlat.reproduce.fmt import pct as _pct
 
 #: DRAM and NVM per suite (scripts/rainbow-study.py's defaults for the full one).
 SIZES = {False: ("256MiB", "2GiB"), True: ("8MiB", "64MiB")}
@@ -129,10 +130,6 @@ def _gm(xs: list[float]) -> float:
 
 def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else float("nan")
-
-
-def _pct(x: float, digits: int = 1) -> str:
-    return "-" if x != x else f"{100 * x:.{digits}f}%"
 
 
 def _gain(x: float) -> str:

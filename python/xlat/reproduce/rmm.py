@@ -17,6 +17,8 @@ import math
 from typing import Any
 
 from xlat.reproduce import Data, Document, Finding, Program, Report, Table, Variant
+from xlat.reproduce.fmt import pct as _pct
+from xlat.reproduce.fmt import span as _span
 
 CPU = "sandybridge"
 DESIGNS = ("4KB", "THP", "1GB", "RMM", "CTLB", "DS", "demand+THP")
@@ -113,15 +115,6 @@ def contiguity(d: Data, p: str, v: str) -> dict[str, Any]:
 
 def footprint(d: Data, p: str) -> int:
     return int(d.get(p, "4KB", "os.frames_in_use")) * 4096
-
-
-def _pct(x: float, digits: int = 1) -> str:
-    return "-" if x != x else f"{100 * x:.{digits}f}%"
-
-
-def _span(xs: list[float], f=_pct) -> str:
-    xs = [x for x in xs if x == x]
-    return "-" if not xs else (f(min(xs)) if min(xs) == max(xs) else f"{f(min(xs))} to {f(max(xs))}")
 
 
 def _n(x: float) -> str:
