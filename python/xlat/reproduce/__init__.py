@@ -283,13 +283,14 @@ def _traced(p: Program, traces: str | None) -> Program:
 def _check_memory(programs: list[Program], results_dir: str) -> None:
     """Every recipe still to trace fits in the memory available (one sentence before anything)."""
     from xlat import real_workloads as rw
+    from xlat.sweep.run import recipe_trace_path
     from xlat.tracing import TracingError
 
     for p in programs:
         if not p.trace.startswith("recipe:"):
             continue
         name = p.trace.removeprefix("recipe:")
-        if os.path.exists(os.path.join(results_dir, "_traces", f"{name}.xlat")):
+        if os.path.exists(recipe_trace_path(results_dir, name)):
             continue
         try:
             rw.check_memory(rw.find(name))
@@ -364,18 +365,15 @@ def run(
                 f"the {outcome.skipped + outcome.ran} finished are kept in {results_dir}"
             )
         version = xlat_version()
-        planned, paths = plan(sweep, Results(results_dir, version), version)
+        results = Results(results_dir, version)
+        planned, paths = plan(sweep, results, version)
     except (SweepError, TracingError) as e:
         raise ReproduceError(str(e)) from None
-    import pyarrow.parquet as pq
-
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     by_key: dict[str, dict[str, Any]] = {}
     for i, pl in enumerate(planned):
         if pl.key not in by_key:
-            by_key[pl.key] = pq.read_table(os.path.join(results_dir, f"point-{pl.key}.parquet")).to_pylist()[
-                0
-            ]
+            by_key[pl.key] = results.read(pl.key)
         p, v = progs[i // len(variants)], variants[i % len(variants)]
         rows[(p.name, v.name)] = by_key[pl.key]
     analyses = {}

@@ -124,6 +124,11 @@ class Outcome:
     damaged: list[str] = field(default_factory=list)
 
 
+def recipe_trace_path(root: str, name: str) -> str:
+    """Where a results directory ``root`` keeps the trace of recipe ``name``."""
+    return os.path.join(root, "_traces", f"{name}.xlat")
+
+
 def resolve_recipes(sweep: Sweep, results: Results, progress: bool) -> dict[str, str]:
     """``recipe:NAME`` traces: traced once into RESULTS/_traces/NAME.xlat (xlat workloads real)."""
     out = {}
@@ -134,7 +139,7 @@ def resolve_recipes(sweep: Sweep, results: Results, progress: bool) -> dict[str,
         from xlat import real_workloads as rw
 
         rw.find(name)  # an unknown recipe is one sentence before anything runs
-        path = os.path.join(results.root, "_traces", f"{name}.xlat")
+        path = recipe_trace_path(results.root, name)
         if not os.path.exists(path):
             # Traced into a directory of its own, then renamed: a killed tracing leaves no trace
             # file that a later sweep would take for whole.

@@ -269,7 +269,7 @@ class Results:
         fields: list = []
         have: set[str] = set()
         for key in sorted(self._done):
-            sch = pq.read_schema(os.path.join(self.root, f"point-{key}.parquet"))
+            sch = pq.read_schema(self.point_path(key))
             fields += [f for f in sch if f.name not in have]
             have |= {f.name for f in sch}
         merged = pa.schema(fields)
@@ -298,7 +298,17 @@ class Results:
             merged = pa.schema(fields + [f for f in table.schema if f.name not in have])
             self._write_table(merged.empty_table(), SCHEMA_FILE)
             self._schema = merged
-        self._write_table(table, f"point-{key}.parquet")
+        self._write_table(table, os.path.basename(self.point_path(key)))
+
+    def point_path(self, key: str) -> str:
+        """The file of the finished point ``key``."""
+        return os.path.join(self.root, f"point-{key}.parquet")
+
+    def read(self, key: str) -> dict[str, Any]:
+        """The row of the finished point ``key``."""
+        import pyarrow.parquet as pq
+
+        return pq.read_table(self.point_path(key)).to_pylist()[0]
 
     def _write_table(self, table, name: str) -> None:
         import pyarrow.parquet as pq
