@@ -108,8 +108,6 @@ class Data:
     programs: list[Program]
     variants: list[Variant]
     rows: dict[tuple[str, str], dict[str, Any]]
-    #: Program name -> the document's ``analysis`` of its trace (documents with one).
-    analyses: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Program name -> a trace its analyses can read: the file a ``recipe:`` was traced into,
     #: else the program's own trace (a spec or a file).
     paths: dict[str, str] = field(default_factory=dict)
@@ -222,9 +220,7 @@ class Document:
     """What a document module declares. ``programs(quick)`` and ``variants(quick)`` give the
     points (every program under every variant); ``report(data, report)`` fills the report's
     tables, findings and checks from the finished points; ``window(quick)``: the window of every
-    trace (skip, warmup, limit) or None. ``analysis(trace_path, quick)``: figures that are not
-    simulator counters (e.g. an analysis of the trace itself), run once per program after the
-    sweep and cached in ``OUT/analyses/`` by trace content and xlat version (a JSON-able dict)."""
+    trace (skip, warmup, limit) or None."""
 
     name: str
     title: str
@@ -233,7 +229,6 @@ class Document:
     variants: Callable[[bool], list[Variant]]
     report: Callable[[Data, Report], None]
     window: Callable[[bool], tuple[int, int, int | None] | None] = lambda quick: None
-    analysis: Callable[[str, bool], dict[str, Any]] | None = None
 
 
 def find(name: str) -> Document:
@@ -311,9 +306,10 @@ def run(
     command: str = "",
     on_progress: Callable[[int, int, float], None] | None = None,
 ) -> Report:
-    """Run ``document``'s experiment into ``out`` (``programs``: :func:`program_of` entries
-    instead of the document's suite; ``traces``: a directory of recipe traces already made) (``out/results``: the sweep's dataset, resumable;
-    ``out/NAME.md``, ``out/NAME.json`` and plots) and return its report."""
+    """Run ``document``'s experiment into ``out`` and return its report: ``out/results`` (the
+    sweep's dataset, resumable), ``out/NAME.md``, ``out/NAME.json`` and plots. ``programs``:
+    :func:`program_of` entries instead of the document's suite; ``traces``: a directory of
+    recipe traces already made."""
     from xlat.sweep.run import plan, run_sweep
     from xlat.sweep.spec import Point, Sweep, SweepError, check
     from xlat.sweep.store import Results, xlat_version
@@ -376,15 +372,6 @@ def run(
             by_key[pl.key] = results.read(pl.key)
         p, v = progs[i // len(variants)], variants[i % len(variants)]
         rows[(p.name, v.name)] = by_key[pl.key]
-    analyses = {}
-    if doc.analysis is not None:
-        by_trace = {pl.point.trace: pl.trace_hash for pl in planned}
-        for p in progs:
-            path = paths.get(p.trace, p.trace)
-            analyses[p.name] = _cached(
-                os.path.join(out, "analyses", f"{by_trace[p.trace]}-{version}-{int(quick)}.json"),
-                lambda path=path: doc.analysis(path, quick),
-            )
     from xlat import __version__
 
     report = Report(
@@ -399,30 +386,12 @@ def run(
         out=out,
     )
     traces = {p.name: paths.get(p.trace, p.trace) for p in progs}
-    doc.report(Data(progs, variants, rows, analyses, traces), report)
+    doc.report(Data(progs, variants, rows, traces), report)
     with open(os.path.join(out, f"{doc.name}.md"), "w") as f:
         f.write(report.markdown())
     with open(os.path.join(out, f"{doc.name}.json"), "w") as f:
         json.dump(report.to_dict(), f, indent=1, default=str)
     return report
-
-
-def _cached(path: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """``compute()``, kept in ``path`` (written whole or not at all: a killed run recomputes)."""
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        pass
-    value = compute()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(value, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    return value
 
 
 def splice(path: str, report: Report) -> None:
