@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 from xlat.reproduce import Data, Document, Finding, Program, Report, Table, Variant
+from xlat.reproduce.fmt import mean
 from xlat.reproduce.fmt import pct as _pct
 from xlat.reproduce.fmt import span as _span
 
@@ -115,10 +116,6 @@ def contiguity(d: Data, p: str, v: str) -> dict[str, Any]:
 
 def footprint(d: Data, p: str) -> int:
     return int(d.get(p, "4KB", "os.frames_in_use")) * 4096
-
-
-def _n(x: float) -> str:
-    return f"{x:,.0f}" if x == x else "-"
 
 
 def _geomean(xs: list[float]) -> float:
@@ -440,39 +437,31 @@ def report(d: Data, r: Report) -> None:
         )
 
     # Section 4.8.2, Figure 4.6
-    elim = [1 - range_miss_ratio(d, p, "RMM") for p in P]
-    elim = [x for x in elim if x == x]
-    mean_e = sum(elim) / len(elim) if elim else float("nan")
+    def eliminated(v: str) -> dict[str, float]:
+        """Per program, the share of range-TLB lookups that hit (those with lookups)."""
+        out = {p: 1 - range_miss_ratio(d, p, v) for p in P}
+        return {p: x for p, x in out.items() if x == x}
 
-    def mean_elim(v: str) -> float:
-        xs = [1 - range_miss_ratio(d, p, v) for p in P]
-        xs = [x for x in xs if x == x]
-        return sum(xs) / len(xs) if xs else float("nan")
+    elim = eliminated("RMM")
+    mean_e = mean(elim.values())
 
     def toward(x: float) -> str:
         return " (toward the document's)" if abs(x - 0.979) < abs(mean_e - 0.979) else " (no closer)"
 
-    mean_f, mean_files = mean_elim(FRAGMENTED), mean_elim(FILES)
+    mean_f, mean_files = mean(eliminated(FRAGMENTED).values()), mean(eliminated(FILES).values())
     close = abs(mean_e - 0.979) <= 0.01
     F(
         Finding(
             "4.8.2, Figure 4.6",
             "a 32-entry range TLB eliminates more than 99% of misses for most workloads, 97.9% on average",
             "97.9% average",
-            f"{_pct(mean_e, 2)} average ({sum(x > 0.99 for x in elim)} of {len(elim)} above 99%)",
+            f"{_pct(mean_e, 2)} average ({sum(x > 0.99 for x in elim.values())} of {len(elim)} above 99%)",
             "reproduced" if close else "differs",
             ""
             if close
             else f"ablations: fragmented memory {_pct(mean_f, 2)} average{toward(mean_f)}; file mappings backed "
             f"eagerly {_pct(mean_files, 2)}{toward(mean_files)}; worst program "
-            + max(
-                P,
-                key=lambda p: (
-                    range_miss_ratio(d, p, "RMM")
-                    if range_miss_ratio(d, p, "RMM") == range_miss_ratio(d, p, "RMM")
-                    else -1
-                ),
-            )
+            + (min(elim, key=elim.get) if elim else "-")
             + " (its range-TLB misses are accesses outside every range)",
         )
     )
