@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from xlat.cli.common import CliError, progress
-from xlat.cli.jsonopt import add_json_flag, emit_json, to_stdout
+from xlat.cli.jsonopt import INVOCATION, add_json_flag, emit_json, to_stdout
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -26,7 +26,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from None
     out = args.output or f"reproduce-{doc.name}" + ("-quick" if args.quick else "")
     programs = None if args.programs is None else [p for p in args.programs.split(",") if p.strip()]
-    command = "xlat reproduce " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else ""
+    argv = INVOCATION["argv"]  # as main() was called (sys.argv is another program's under a test)
+    command = "xlat " + " ".join(shlex.quote(a) for a in argv) if argv else ""
     try:
         report = run(
             doc.name,
