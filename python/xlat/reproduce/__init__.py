@@ -111,6 +111,9 @@ class Data:
     #: Program name -> a trace its analyses can read: the file a ``recipe:`` was traced into,
     #: else the program's own trace (a spec or a file).
     paths: dict[str, str] = field(default_factory=dict)
+    #: Figures a document derives from the rows, kept for this run only (e.g. Lite's energy per
+    #: point, which several findings read).
+    memo: dict[Any, Any] = field(default_factory=dict)
 
     def __call__(self, program: str, variant: str) -> dict[str, Any]:
         return self.rows[(program, variant)]

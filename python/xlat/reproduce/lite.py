@@ -159,19 +159,16 @@ def stretches(res: dict[str, Any]) -> dict[str, list[Any]]:
     return out
 
 
-_CACHE: dict[tuple[int, str, str], Any] = {}
-
-
 def energy_of(d: Data, p: str, v: str):
     """``xlat.energy``'s report of one row (Table 5.2's values, walk loads as L1 reads, each Lite
     stretch at its active ways)."""
-    key = (id(d), p, v)
-    if key not in _CACHE:
+    key = ("energy", p, v)
+    if key not in d.memo:
         from xlat.energy import energy
 
         res = _result(d, p, v)
-        _CACHE[key] = energy(res, active_ways=stretches(res))
-    return _CACHE[key]
+        d.memo[key] = energy(res, active_ways=stretches(res))
+    return d.memo[key]
 
 
 def dyn(d: Data, p: str, v: str) -> float:
