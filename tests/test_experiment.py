@@ -10,16 +10,14 @@ import os
 import pickle
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import result
 from xlat import experiment
+from xlat.experiment.program import GATHER_C
 from xlat.layout import MIB
-
-PROGS = Path(__file__).resolve().parent / "mosaic_progs"
 
 
 def _one_line(stderr: str) -> str:
@@ -132,7 +130,8 @@ def test_experiment_end_to_end_on_a_small_program(xlat_cli, tmp_path):
     if not cc:
         pytest.skip("no C compiler (apt-get install gcc)")
     exe = tmp_path / "gather"
-    subprocess.run([cc, "-O2", "-o", str(exe), str(PROGS / "gather.c")], check=True)
+    (tmp_path / "gather.c").write_text(GATHER_C)
+    subprocess.run([cc, "-O2", "-o", str(exe), str(tmp_path / "gather.c")], check=True)
     out = tmp_path / "exp"
     p = xlat_cli(
         "experiment", "mosmodel", "--workload", "gather", "--out", str(out), "-n", "2", "--min-reps", "2",

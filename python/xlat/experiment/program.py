@@ -11,6 +11,33 @@ from dataclasses import dataclass, field
 
 from xlat.experiment.common import ExperimentError
 
+#: A C program (built with the system's ``cc`` on first use: :func:`resolve`).
+GATHER_C = r"""/* Random 8-byte loads over a malloc'd table, each load's index depending on the one before (so
+ * the loads do not overlap and a page walk adds its latency to every one): a small TLB-bound
+ * program for the experiment's end-to-end test and
+ * `xlat reproduce mosmodel --quick`.  usage: gather MIB LOADS */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv) {
+  size_t mib = argc > 1 ? strtoull(argv[1], 0, 10) : 64;
+  size_t loads = argc > 2 ? strtoull(argv[2], 0, 10) : 1000000;
+  size_t n = (mib << 20) / sizeof(uint64_t);
+  uint64_t *t = malloc(n * sizeof *t);
+  if (!t) return 1;
+  for (size_t i = 0; i < n; i++) t[i] = i;
+  uint64_t x = 88172645463325252ull, sum = 0, j = 0;
+  for (size_t i = 0; i < loads; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+    j = (x ^ t[j]) % n;                       /* the next index needs this load's value */
+    sum += j;
+  }
+  printf("%llu\n", (unsigned long long)sum);
+  return 0;
+}
+"""
+
 NUMPY_GATHER = """\
 import numpy as np
 rng = np.random.default_rng(1)
@@ -112,11 +139,23 @@ class Program:
     env: dict[str, str] = field(default_factory=dict)
     description: str = ""
     apt: tuple[str, ...] = ()
+    #: C source that ``argv[0]`` is built from when it does not exist yet (``cc -O2``).
+    c_source: str = ""
 
 
 def _python() -> str:
     # The interpreter binary itself, never a wrapper script (pyenv shims fork under hugetlb pools).
     return os.path.realpath(sys.executable)
+
+
+def _built(name: str, source: str) -> str:
+    """Where a built-in C program's binary goes: the user's cache, named by its source's hash
+    (a changed source is built again)."""
+    import hashlib
+
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+    return os.path.join(cache, "xlat", "experiment", f"{name}-{digest}")
 
 
 def programs() -> dict[str, Program]:
@@ -128,6 +167,15 @@ def programs() -> dict[str, Program]:
         "OMP_NUM_THREADS": "1",
     }
     return {
+        "gather": Program(
+            "gather",
+            (_built("gather", GATHER_C), "48", "2000000"),
+            {},
+            "C: 2M dependent random 8-byte loads over a 48 MiB malloc'd table (whole run, ~0.03G "
+            "accesses; built with cc on first use)",
+            ("gcc",),
+            GATHER_C,
+        ),
         "numpy-gather": Program(
             "numpy-gather",
             (_python(), "-c", NUMPY_GATHER),
@@ -203,8 +251,31 @@ def programs() -> dict[str, Program]:
 
 def resolve(prog: Program) -> Program:
     exe = prog.argv[0]
+    if prog.c_source and not os.path.exists(exe):
+        _build(prog, exe)
     found = exe if "/" in exe else shutil.which(exe)
     if not found or not os.access(found, os.X_OK):
         hint = f" (Debian package: apt-get install {' '.join(prog.apt)})" if prog.apt else ""
         raise ExperimentError(f"program '{exe}' of experiment '{prog.name}' was not found{hint}.")
     return dataclasses.replace(prog, argv=(found, *prog.argv[1:]))
+
+
+def _build(prog: Program, exe: str) -> None:
+    import subprocess
+    import tempfile
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise ExperimentError(
+            f"experiment '{prog.name}' is a C program and needs a C compiler (apt-get install gcc)."
+        )
+    os.makedirs(os.path.dirname(exe), exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(exe)) as d:
+        c = os.path.join(d, f"{prog.name}.c")
+        with open(c, "w") as f:
+            f.write(prog.c_source)
+        p = subprocess.run([cc, "-O2", "-o", os.path.join(d, prog.name), c], capture_output=True, text=True)
+        if p.returncode != 0:
+            last = (p.stderr.strip().splitlines() or ["no message"])[-1]
+            raise ExperimentError(f"building experiment '{prog.name}' with {cc} failed: {last}")
+        os.replace(os.path.join(d, prog.name), exe)  # atomic: a concurrent build sees one or the other
