@@ -92,17 +92,21 @@ def mosmodel_experiment(
     need = max(lay.huge_pages_needed()["2MB"] for lay in lays)
     added = 0
     have = mosaic.status().get("2MB", {}).get("available", 0)
-    if need > have:
-        if not reserve:
-            raise ExperimentError(
-                f"the layouts need {need} free 2MB huge pages but {have} are available; run "
-                f"`xlat hugepages reserve {need - have}` (as root) or pass --reserve-huge-pages."
-            )
-        say(log, f"measure: reserving {need - have} 2MB huge pages")
+    if reserve:
+        # Pages of its own, even when enough are free: free pages another experiment reserved
+        # (idle between its runs) would otherwise be counted here, and each would take the
+        # other's from under it in the middle of its rounds.
+        say(log, f"measure: reserving {need} 2MB huge pages")
         try:
-            added = mosaic.reserve(need - have, "2MB")
+            added = mosaic.reserve(need, "2MB")
         except mosaic.MosaicError as e:
-            raise ExperimentError(str(e)) from None
+            if need > have:
+                raise ExperimentError(str(e)) from None
+    elif need > have:
+        raise ExperimentError(
+            f"the layouts need {need} free 2MB huge pages but {have} are available; run "
+            f"`xlat hugepages reserve {need - have}` (as root) or pass --reserve-huge-pages."
+        )
     try:
         times = measure(
             prog, lays, out, metric, cov, min_reps, max_reps, log, prefault_env(meta["pools"]), seed
