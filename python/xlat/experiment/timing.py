@@ -247,3 +247,42 @@ def cpu_ghz() -> float:
     except OSError:
         pass
     raise ExperimentError("/proc/cpuinfo gives no clock rate; pass --ghz.")
+
+
+#: (vendor, CPU family) -> {model: preset}; model None: every model of the family. The preset of
+#: the nearest core in docs/presets.md: Ivy Bridge's TLBs are Sandy Bridge's (Agbarya et al.
+#: 2020, Table 4), Cascade Lake's are Skylake's, Emerald Rapids' (Raptor Cove) Sapphire Rapids'
+#: (Golden Cove), and family 19h (Zen 3 and Zen 4) is Zen 4's.
+_HOST_PRESETS: dict[tuple[str, int], dict[int | None, str]] = {
+    ("GenuineIntel", 6): {
+        **dict.fromkeys((42, 45, 58, 62), "sandybridge"),
+        **dict.fromkeys((60, 63, 69, 70), "haswell"),
+        **dict.fromkeys((61, 71, 79, 86), "broadwell"),
+        **dict.fromkeys((78, 85, 94), "skylake"),
+        **dict.fromkeys((143, 207), "sapphirerapids"),
+    },
+    ("AuthenticAMD", 25): {None: "zen4"},
+}
+
+
+def host_preset(cpuinfo: str | None = None) -> tuple[str | None, str]:
+    """The simulator preset of this machine's core (None when no preset is near) and the host as
+    /proc/cpuinfo (or the text ``cpuinfo``) names it: vendor, family, model, model name."""
+    info: dict[str, str] = {}
+    try:
+        text = Path("/proc/cpuinfo").read_text() if cpuinfo is None else cpuinfo
+        for line in text.splitlines():
+            if not line.strip():
+                break  # the first processor is enough
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
+    except OSError:
+        return None, "unknown (no /proc/cpuinfo)"
+    vendor = info.get("vendor_id", "?")
+    try:
+        family, model = int(info.get("cpu family", "-1")), int(info.get("model", "-1"))
+    except ValueError:
+        family, model = -1, -1
+    host = f"{vendor} family {family} model {model} ({info.get('model name', '?')})"
+    table = _HOST_PRESETS.get((vendor, family), {})
+    return table.get(model, table.get(None)), host
