@@ -24,14 +24,24 @@ def _xlat(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "xlat", *args], capture_output=True, text=True, **kw)
 
 
+#: mosmodel's points are real runs under huge-page layouts: root reserves the pages.
+REAL_RUNS = {"mosmodel"}
+
+
 @pytest.fixture(scope="module")
 def quick(reproduce_out) -> dict:
     out = reproduce_out
-    return {name: (run(name, str(out / name), quick=True, workers=1), out / name) for name in DOCUMENTS}
+    return {
+        name: (run(name, str(out / name), quick=True, workers=1), out / name)
+        for name in DOCUMENTS
+        if name not in REAL_RUNS or os.geteuid() == 0
+    }
 
 
 @pytest.mark.parametrize("name", list(DOCUMENTS))
 def test_quick_tables_findings_and_mechanisms(quick, name):
+    if name not in quick:
+        pytest.skip(f"{name} reserves huge pages for its real runs, which needs root")
     report, out = quick[name]
     assert report.tables and all(t.rows for t in report.tables)
     assert len(report.findings) >= 10

@@ -40,6 +40,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             connect_timeout=args.connect_timeout,
             command=command or f"xlat reproduce {doc.name}" + (" --quick" if args.quick else ""),
             on_progress=progress_printer() if progress(args) else None,
+            log=(lambda m: print(m, file=sys.stderr, flush=True)) if progress(args) else None,
         )
     except ReproduceError as e:
         raise CliError(str(e)) from None
@@ -74,7 +75,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "big-memory suite of real programs (xlat workloads real), or small synthetic inputs with --quick, "
         "through the sweep machinery (Dask; killed and rerun, only the missing points run), and write the "
         "document's tables with xlat's figures beside the document's and a verdict per finding "
-        "(OUT/DOCUMENT.md, OUT/DOCUMENT.json; docs/reproduction.md).",
+        "(OUT/DOCUMENT.md, OUT/DOCUMENT.json; docs/reproduction.md). mosmodel's points are real runs "
+        "timed on this machine (xlat experiment mosmodel per program), not simulations.",
     )
     s.add_argument(
         "document", metavar="DOCUMENT", help=f"one of {', '.join(DOCUMENTS)} (or the seed file's name)"
@@ -86,7 +88,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--programs",
         metavar="LIST",
         help="comma-separated names of the document's programs, recipes (xlat workloads real), workload: "
-        "specs or trace files (default: the document's suite)",
+        "specs or trace files; for mosmodel, experiment programs (default: the document's suite)",
     )
     s.add_argument(
         "--traces",

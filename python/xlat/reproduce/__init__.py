@@ -39,9 +39,10 @@ DOCUMENTS: dict[str, tuple[str, str, str]] = {
     "prism": ("xlat.reproduce.prism", "004_7cf9e7950f33942f.txt", "Ausavarungnirun et al. 2020 (PRISM)"),
     "lite": ("xlat.reproduce.lite", "000_a44384fd80f6240a.txt", "Karakostas 2016, chapter 5 (Lite)"),
     "mach": ("xlat.reproduce.mach", "001_0bd70b70c17a550f.txt", "Bala 1995 (Mach software TLBs)"),
+    "mosmodel": ("xlat.reproduce.mosmodel", "002_8e0604820d0c2230.txt", "Agbarya et al. 2020 (Mosmodel)"),
 }
 #: Other names a document answers to (the seed file's short name, an author).
-ALIASES = {"karakostas-ch4": "rmm", "redundant-memory-mappings": "rmm"}
+ALIASES = {"karakostas-ch4": "rmm", "redundant-memory-mappings": "rmm", "partial-simulation": "mosmodel"}
 #: The verdicts a finding can have.
 VERDICTS = ("reproduced", "differs", "not applicable", "not measured")
 
@@ -232,6 +233,13 @@ class Document:
     variants: Callable[[bool], list[Variant]]
     report: Callable[[Data, Report], None]
     window: Callable[[bool], tuple[int, int, int | None] | None] = lambda quick: None
+    #: For a document whose points are not simulations (mosmodel's timed real runs):
+    #: ``execute(programs, results_dir, quick, log)`` runs them (resumable, in ``results_dir``)
+    #: and returns the rows, keyed (program, variant); the sweep is not used.
+    execute: Callable[[list[Program], str, bool, Callable[[str], None] | None], dict] | None = None
+    #: ``--programs`` entries the document names itself, before recipes, specs and files
+    #: (``program(text)``: a :class:`Program`, or None when the text is not one of its own).
+    program: Callable[[str], Program | None] | None = None
 
 
 def find(name: str) -> Document:
@@ -248,13 +256,20 @@ def find(name: str) -> Document:
     return importlib.import_module(DOCUMENTS[key][0]).DOCUMENT
 
 
-def program_of(text: str, suite: list[Program] = (), traces: str | None = None) -> Program:
+def program_of(
+    text: str,
+    suite: list[Program] = (),
+    traces: str | None = None,
+    doc_program: Callable[[str], Program | None] | None = None,
+) -> Program:
     """A ``--programs`` entry: the name of a program of the document's ``suite``, a recipe name,
     a ``workload:`` spec or a trace file. ``traces``: a directory of traces already made, where
     a recipe NAME is read from ``NAME.xlat`` when present instead of being traced again."""
     from xlat import real_workloads as rw
 
     mine = {p.name: p for p in suite}
+    if doc_program is not None and (own := doc_program(text)) is not None:
+        return own
     if text in mine:
         return _traced(mine[text], traces)
     if text.startswith("workload:"):
@@ -308,17 +323,12 @@ def run(
     connect_timeout: float = 5.0,
     command: str = "",
     on_progress: Callable[[int, int, float], None] | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> Report:
     """Run ``document``'s experiment into ``out`` and return its report: ``out/results`` (the
     sweep's dataset, resumable), ``out/NAME.md``, ``out/NAME.json`` and plots. ``programs``:
     :func:`program_of` entries instead of the document's suite; ``traces``: a directory of
-    recipe traces already made."""
-    from xlat.sweep.run import plan, run_sweep
-    from xlat.sweep.spec import Point, Sweep, SweepError, check
-    from xlat.sweep.store import Results, xlat_version
-    from xlat.tracing import TracingError
-    from xlat.window import window as make_window
-
+    recipe traces already made; ``log``: progress messages of a document's own runner."""
     doc = find(document)
     if traces is not None and not os.path.isdir(traces):
         raise ReproduceError(f"--traces {traces} is not a directory")
@@ -326,7 +336,7 @@ def run(
     if programs is None:
         progs = [_traced(p, traces) for p in suite]
     else:
-        progs = [program_of(p, suite, traces) for p in programs]
+        progs = [program_of(p, suite, traces, doc.program) for p in programs]
         # Two specs of one workload: each named by its whole spec.
         names = [p.name for p in progs]
         progs = [
@@ -340,7 +350,58 @@ def run(
     variants = doc.variants(quick)
     results_dir = os.path.join(out, "results")
     os.makedirs(results_dir, exist_ok=True)
-    _check_memory(progs, results_dir)
+    if doc.execute is not None:
+        if scheduler:
+            raise ReproduceError(
+                f"{doc.name}'s points are timed runs on this machine; a --scheduler cannot run them elsewhere"
+            )
+        rows, paths = doc.execute(progs, results_dir, quick, log), {}
+    else:
+        _check_memory(progs, results_dir)
+        rows, paths = _sweep_rows(
+            doc, progs, variants, quick, results_dir, scheduler, workers, connect_timeout, on_progress
+        )
+    from xlat import __version__
+
+    report = Report(
+        doc.name,
+        doc.title,
+        doc.seed,
+        command or f"xlat reproduce {doc.name}" + (" --quick" if quick else ""),
+        __version__,
+        quick,
+        progs,
+        variants,
+        out=out,
+    )
+    traces = {p.name: paths.get(p.trace, p.trace) for p in progs}
+    doc.report(Data(progs, variants, rows, traces), report)
+    with open(os.path.join(out, f"{doc.name}.md"), "w") as f:
+        f.write(report.markdown())
+    with open(os.path.join(out, f"{doc.name}.json"), "w") as f:
+        json.dump(report.to_dict(), f, indent=1, default=str)
+    return report
+
+
+def _sweep_rows(
+    doc: Document,
+    progs: list[Program],
+    variants: list[Variant],
+    quick: bool,
+    results_dir: str,
+    scheduler: str | None,
+    workers: int | None,
+    connect_timeout: float,
+    on_progress: Callable[[int, int, float], None] | None,
+) -> tuple[dict[tuple[str, str], dict[str, Any]], dict[str, str]]:
+    """Every program under every variant through the sweep: the rows, keyed (program, variant),
+    and the trace each ``recipe:`` was made into."""
+    from xlat.sweep.run import plan, run_sweep
+    from xlat.sweep.spec import Point, Sweep, SweepError, check
+    from xlat.sweep.store import Results, xlat_version
+    from xlat.tracing import TracingError
+    from xlat.window import window as make_window
+
     where = f"xlat reproduce {doc.name}"
     points = [Point(p.trace, *v.base, v.sets, None) for p in progs for v in variants]
     win = doc.window(quick)
@@ -375,26 +436,7 @@ def run(
             by_key[pl.key] = results.read(pl.key)
         p, v = progs[i // len(variants)], variants[i % len(variants)]
         rows[(p.name, v.name)] = by_key[pl.key]
-    from xlat import __version__
-
-    report = Report(
-        doc.name,
-        doc.title,
-        doc.seed,
-        command or f"xlat reproduce {doc.name}" + (" --quick" if quick else ""),
-        __version__,
-        quick,
-        progs,
-        variants,
-        out=out,
-    )
-    traces = {p.name: paths.get(p.trace, p.trace) for p in progs}
-    doc.report(Data(progs, variants, rows, traces), report)
-    with open(os.path.join(out, f"{doc.name}.md"), "w") as f:
-        f.write(report.markdown())
-    with open(os.path.join(out, f"{doc.name}.json"), "w") as f:
-        json.dump(report.to_dict(), f, indent=1, default=str)
-    return report
+    return rows, paths
 
 
 def splice(path: str, report: Report) -> None:

@@ -1,0 +1,92 @@
+"""``xlat reproduce mosmodel``: Agbarya et al. 2020's findings from real runs timed here. The
+quick run (the C gather program under 9 layouts, 2 runs each) checks that the tables are the
+experiment's own figures, that a rerun reuses every timed run, and the figures a hand derivation
+fixes (the hot region of a miss profile, Table 4 against the presets, the host's preset)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from xlat.experiment.timing import host_preset
+from xlat.reproduce import mosmodel as doc
+from xlat.reproduce import run
+
+
+@pytest.fixture(scope="module")
+def report(reproduce_out):
+    if os.geteuid() != 0:
+        pytest.skip("the real runs reserve huge pages, which needs root")
+    return run("mosmodel", str(reproduce_out / "mosmodel"), quick=True)
+
+
+def test_hot_region_is_the_shortest_run_holding_the_share(tmp_path):
+    p = tmp_path / "profile.csv"
+    np.savetxt(p, [0, 0, 8, 1, 1, 0, 0, 0, 0, 0], fmt="%d")
+    assert doc._hot_region(str(p), 0.8) == pytest.approx(1 / 10)  # region 2 alone holds 8 of 10
+    np.savetxt(p, [5, 0, 0, 5], fmt="%d")
+    assert doc._hot_region(str(p), 0.8) == pytest.approx(4 / 4)  # 80% needs both ends: all four
+    np.savetxt(p, [1, 1, 1, 1, 1], fmt="%d")
+    assert doc._hot_region(str(p), 0.8) == pytest.approx(4 / 5)
+    assert np.isnan(doc._hot_region(str(tmp_path / "none.csv"), 0.8))
+
+
+def test_presets_have_table_4s_tlbs():
+    assert doc._table4() == doc.TABLE4
+
+
+def test_host_preset_maps_cpuinfo_to_the_nearest_core():
+    def info(vendor: str, family: int, model: int) -> str:
+        return f"processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\nmodel\t\t: {model}\nmodel name\t: X\n\n"
+
+    assert host_preset(info("GenuineIntel", 6, 207))[0] == "sapphirerapids"  # Emerald Rapids
+    assert host_preset(info("GenuineIntel", 6, 85))[0] == "skylake"  # Skylake-SP, Cascade Lake
+    assert host_preset(info("GenuineIntel", 6, 45))[0] == "sandybridge"
+    assert host_preset(info("AuthenticAMD", 25, 17))[0] == "zen4"
+    preset, host = host_preset(info("GenuineIntel", 6, 1))
+    assert preset is None and "family 6 model 1" in host
+
+
+def test_tables_are_the_experiments_figures(report, reproduce_out):
+    assert report.checks and all(report.checks.values()), report.checks
+    assert len(report.findings) >= 25
+    errors = pd.read_csv(reproduce_out / "mosmodel" / "results" / "gather" / "errors.csv").set_index("model")
+    fig5 = next(t for t in report.tables if t.title.startswith("Maximal error per program"))
+    row = dict(zip(fig5.columns, fig5.rows[0], strict=True))
+    assert row["program"] == "gather" and len(fig5.columns) == 1 + 9
+    for m in doc.MODELS:
+        assert row[m] == f"{100 * errors.loc[m, 'max_error']:.2f}%"
+    ds = pd.read_csv(reproduce_out / "mosmodel" / "results" / "gather" / "dataset.csv")
+    runs = next(t for t in report.tables if t.title == "The runs")
+    assert runs.rows[0][1] == len(ds) and (ds["reps"] >= doc.QUICK["min_reps"]).all()
+    assert all(os.path.exists(p) for p in report.plots) and len(report.plots) == 2
+    by = {f.claim: f for f in report.findings}
+    assert by[next(c for c in by if c.startswith("Mosmodel bounds"))].document == "< 3%"
+
+
+def test_rerun_reuses_every_timed_run(report, reproduce_out):
+    runs = reproduce_out / "mosmodel" / "results" / "gather" / "runs.csv"
+    before = runs.read_text()
+    again = run("mosmodel", str(reproduce_out / "mosmodel"), quick=True)
+    assert runs.read_text() == before, "no layout was timed again"
+    assert [f.xlat for f in again.findings] == [f.xlat for f in report.findings]
+
+
+def test_bad_input_is_one_sentence(tmp_path):
+    def xlat(*a):
+        return subprocess.run([sys.executable, "-m", "xlat", "reproduce", "mosmodel", *a], capture_output=True,
+                              text=True)  # fmt: skip
+
+    p = xlat("--programs", "gups", "-o", str(tmp_path / "a"))
+    assert (
+        p.returncode == 1
+        and "not a program mosmodel can run" in p.stderr
+        and len(p.stderr.strip().splitlines()) == 1
+    )
+    p = xlat("--quick", "--scheduler", "tcp://127.0.0.1:9", "-o", str(tmp_path / "b"))
+    assert p.returncode == 1 and "timed runs on this machine" in p.stderr
+    assert not (tmp_path / "b" / "results" / "gather").exists(), "refused before anything ran"
