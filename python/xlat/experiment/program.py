@@ -176,6 +176,15 @@ def programs() -> dict[str, Program]:
             ("gcc",),
             GATHER_C,
         ),
+        "gather-1g": Program(
+            "gather-1g",
+            (_built("gather", GATHER_C), "1024", "3000000"),
+            {},
+            "C: 3M dependent random 8-byte loads over a 1 GiB malloc'd table (whole run, ~0.14G accesses; "
+            "nearly every load walks with 4KB pages)",
+            ("gcc",),
+            GATHER_C,
+        ),
         "numpy-gather": Program(
             "numpy-gather",
             (_python(), "-c", NUMPY_GATHER),
