@@ -90,3 +90,25 @@ def test_bad_input_is_one_sentence(tmp_path):
     p = xlat("--quick", "--scheduler", "tcp://127.0.0.1:9", "-o", str(tmp_path / "b"))
     assert p.returncode == 1 and "timed runs on this machine" in p.stderr
     assert not (tmp_path / "b" / "results" / "gather").exists(), "refused before anything ran"
+
+
+def test_ablation_programs_are_quoted_in_causes_not_counted(report, reproduce_out):
+    """A program of ``ABLATION`` stays out of the findings' figures and is quoted in the causes."""
+    from xlat.reproduce import Data, Program, Report
+
+    row = doc._execute([Program("gather", "experiment:gather")], str(reproduce_out / "mosmodel" / "results"), True,
+                       None)[("gather", doc.VARIANT)]  # fmt: skip
+    small = {**row, "errors": {m: {**e, "max_error": 0.05} for m, e in row["errors"].items()}}
+    big = {**row, "errors": {m: {**e} for m, e in row["errors"].items()}}
+    big["errors"]["basu"]["max_error"] = 0.9  # the ablation's (made-up) worst prior error
+    progs = [Program("gather", "experiment:gather"), Program("gather-1g", "experiment:gather-1g")]
+    assert "gather-1g" in doc.ABLATION
+    d = Data(progs, doc._variants(True), {("gather", doc.VARIANT): small, ("gather-1g", doc.VARIANT): big})
+    r = Report(
+        "mosmodel", "t", "s", "c", "v", True, progs, doc._variants(True), out=str(reproduce_out / "mosmodel")
+    )
+    doc._report(d, r)
+    first = r.findings[0]
+    assert first.xlat.startswith("5.0% (") and "90.0%" not in first.xlat
+    assert first.verdict == "differs" and "ablation gather-1g" in first.why and "90.0% (basu)" in first.why
+    assert r.tables[0].rows[1][0] == "gather-1g (ablation)"
