@@ -301,6 +301,11 @@ def report(d: Data, r: Report) -> None:
         why = " (THP walks on every L1 miss past 64 MiB: the Sandy Bridge L2 TLB holds no 2MB entry)"
         return "; ".join(out) + (why if walking else "")
 
+    def abl2m(text: str, fn) -> str:
+        """The figure with the Sandy Bridge L2 TLB's missing 2MB entries removed (the ablation
+        variant, when it ran): ``fn()``, written after ``text``."""
+        return f"; ablation ({L2_2M}): {text} {fn()}" if L2_2M in V else ""
+
     def share_split(fn, v: str) -> str:
         out = []
         for name, g in (("where THP still walks (", walking), ("elsewhere (", quiet)):
@@ -482,7 +487,12 @@ def report(d: Data, r: Report) -> None:
                 if _near(x, doc, 0.15)
                 else f"page-walk loads take {_pct(_mean([walk_share(d, p, v) for p in S]))} of {v}'s energy here "
                 "(TLB-intensive inputs that walk on most L1 misses); L1 TLBs' share "
-                + share_split(l1_share, v),
+                + share_split(l1_share, v)
+                + (
+                    abl2m("L1 TLBs' share", lambda: _pct(_mean([l1_share(d, p, L2_2M) for p in S])))
+                    if v == "THP"
+                    else ""
+                ),
             )
         )
     x = _mean([struct_share(d, p, "THP", "l1d-4k") for p in S])
@@ -497,7 +507,8 @@ def report(d: Data, r: Report) -> None:
             if _near(x, 0.5, 0.15)
             else f"THP's walks take {_pct(_mean([walk_share(d, p, 'THP') for p in S]))}: the Sandy Bridge L2 TLB holds "
             "no 2MB entry, so every L1-2MB miss walks; L1-4KB share "
-            + share_split(lambda d, p, v: struct_share(d, p, v, "l1d-4k"), "THP"),
+            + share_split(lambda d, p, v: struct_share(d, p, v, "l1d-4k"), "THP")
+            + abl2m("L1-4KB share", lambda: _pct(_mean([struct_share(d, p, L2_2M, "l1d-4k") for p in S]))),
         )
     )
     walky = [p for p in P if walk_share(d, p, "4KB") > l1_share(d, p, "4KB")]
@@ -551,7 +562,9 @@ def report(d: Data, r: Report) -> None:
             ""
             if x == x and x > 1 and _near(x - 1, 0.04, 0.15)
             else f"walks are {_pct(_mean([walk_share(d, p, '4KB') for p in S]))} of 4KB's energy here, and THP removes "
-            "walk loads (one per 2MB walk instead of up to four); " + split("THP", "4KB"),
+            "walk loads (one per 2MB walk instead of up to four); "
+            + split("THP", "4KB")
+            + abl2m("THP against 4KB", lambda: _chg(mean_vs(L2_2M, "4KB"))),
         )
     )
     lower = [p for p in P if E[p]["THP"] < E[p]["4KB"]]
@@ -795,6 +808,7 @@ def report(d: Data, r: Report) -> None:
                 if v == "RMM"
                 else ", which TLB_PP's L2 TLB holding 2MB entries removes"
             )
+            + abl2m(f"{v} against that THP", lambda v=v: _chg(mean_vs(v, L2_2M)))
         )
         F(
             Finding(
@@ -815,7 +829,10 @@ def report(d: Data, r: Report) -> None:
                 f"{doc_c:+.0%}",
                 f"{_chg(x)} (mean)",
                 _verdict(ok),
-                "" if ok else split(v, f=CY),
+                ""
+                if ok
+                else split(v, f=CY)
+                + abl2m(f"{v} against that THP", lambda v=v: _chg(mean_vs(v, L2_2M, f=CY))),
             )
         )
     x = mean_vs("RMM_Lite", "THP")
