@@ -521,7 +521,9 @@ def _findings(d: Data, rep: Report, P, R, A, used) -> None:
             if _within(1 - gef, 0.451, 0.2)
             else f"Rainbow serves {_pct(_mean([R[p][RB]['dram_read_share'] for p in P]))} of its data reads from DRAM "
             f"(mean over the programs) against Flat-static's {_pct(_mean([R[p][FLAT]['dram_read_share'] for p in P]))}: their dynamic "
-            "energies are close; the paper's Rainbow served 'a large portion' from DRAM",
+            "energies are close; the paper's Rainbow served 'a large portion' from DRAM; ablation, the interval and N "
+            f"x10 ({ABLATION}): {_pct(_mean([A[p]['dram_read_share'] for p in P]))} of the reads from DRAM, energy "
+            f"{_gain(_gm([A[p]['energy_vs_flat'] for p in P]))} against Flat-static (geomean)",
         )
     )
     ok = _within(1 - ged, 0.685, 0.2)
