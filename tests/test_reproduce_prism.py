@@ -4,6 +4,7 @@ by hand from the workloads' shapes (docs/prism.md defines every figure)."""
 from __future__ import annotations
 
 import itertools
+import os
 
 import pytest
 
@@ -96,3 +97,20 @@ def test_gups_dirty_ablation_and_eviction(quick):
     for p, row in ev.items():
         one, g32 = (float(row[f"MiB written back G={g}"].replace(",", "")) for g in (1, 32))
         assert one % 2 == 0 and g32 <= one, p
+
+
+def test_analyses_of_a_rewritten_trace_are_not_stale(tmp_path):
+    """The analyses are cached per trace file and contents: a trace rewritten at the same path is
+    analysed again."""
+    from xlat import trace as xt
+
+    path = str(tmp_path / "t.xlat")
+    xt.convert("workload:chase?size=16MiB&accesses=20000", path)
+    first = doc.fidelity_of(path, 10_000)
+    assert doc.fidelity_of(path, 10_000) is first, "same file: the cached analysis"
+    os.utime(path, ns=(1, 1))  # the same bytes, another mtime: analysed again (equal figures)
+    again = doc.fidelity_of(path, 10_000)
+    assert again is not first
+    xt.convert("workload:gups?size=16MiB&accesses=20000", path)
+    other = doc.fidelity_of(path, 10_000)
+    assert other is not again

@@ -105,24 +105,46 @@ def analysable(trace: str) -> bool:
     return trace.startswith("workload:") or os.path.isfile(trace)
 
 
-@functools.lru_cache(maxsize=256)
+def _stamp(trace: str) -> tuple[int, int] | None:
+    """What identifies a trace file's contents for the caches below (size, mtime): a file
+    rewritten at the same path is analysed again. None for a workload spec (its text is its
+    contents)."""
+    if trace.startswith("workload:"):
+        return None
+    st = os.stat(trace)
+    return st.st_size, st.st_mtime_ns
+
+
 def fidelity_of(trace: str, epoch: int):
+    return _fidelity_of(trace, _stamp(trace), epoch)
+
+
+@functools.lru_cache(maxsize=256)
+def _fidelity_of(trace: str, _stamp: tuple[int, int] | None, epoch: int):
     from xlat import fidelity
 
     return fidelity.analyze(trace, epoch=epoch, epochs=[epoch * k for k in WINDOWS])
 
 
-@functools.lru_cache(maxsize=64)
 def whole_run_fidelity(trace: str):
     """One epoch covering the run: the bits the registry holds at the end of a simulation."""
+    return _whole_run_fidelity(trace, _stamp(trace))
+
+
+@functools.lru_cache(maxsize=64)
+def _whole_run_fidelity(trace: str, _stamp: tuple[int, int] | None):
     from xlat import fidelity
 
     big = 1 << 62
     return fidelity.analyze(trace, epoch=big, granularities=(1, 16, 32, 512), epochs=[big])
 
 
-@functools.lru_cache(maxsize=64)
 def reclaim_of(trace: str, epoch: int):
+    return _reclaim_of(trace, _stamp(trace), epoch)
+
+
+@functools.lru_cache(maxsize=64)
+def _reclaim_of(trace: str, _stamp: tuple[int, int] | None, epoch: int):
     from xlat import reclaim
 
     return reclaim.analyze(trace, granularities=RECLAIM_GS, epoch=epoch)
