@@ -50,6 +50,7 @@ def cmd_mosmodel(args: argparse.Namespace) -> int:
         threads=args.threads,
         reserve=args.reserve_huge_pages,
         simulate_only=args.simulate_only,
+        validate_1g=args.validate_1g,
         log=log,
     )
     print(res.format())
@@ -198,6 +199,13 @@ def register(sub: Any) -> None:
         "--reserve-huge-pages",
         action="store_true",
         help="reserve the 2MB huge pages the layouts need, and release them afterwards",
+    )
+    s.add_argument(
+        "--validate-1g",
+        action="store_true",
+        help="Agbarya et al.'s case study (VII-D): predict the used pool on 1GB pages with every fitted model "
+        "and time it (rounds with the all-2MB layout, --min-reps each; needs 1GB huge pages, reserved and "
+        "released here); the errors go to validation-1g.json and the summary",
     )
     s.add_argument(
         "--simulate-only",

@@ -47,10 +47,14 @@ def mosmodel_experiment(
     threads: int | None = None,
     reserve: bool = False,
     simulate_only: bool = False,
+    validate_1g: bool = False,
     log: Callable[[str], None] | None = None,
 ) -> ExperimentResult:
     """Run the whole experiment for ``program`` (a name of :func:`programs` or a :class:`Program`)
-    into directory ``out``; steps whose outputs exist there are reused (delete ``out`` to redo)."""
+    into directory ``out``; steps whose outputs exist there are reused (delete ``out`` to redo).
+    ``validate_1g``: also predict the used pool on 1GB pages with every fitted model and time it
+    (:mod:`xlat.experiment.validation`; the summary's ``validation_1g``, or the sentence saying
+    why it could not be run)."""
     from xlat._optional import need_pandas
 
     pd = need_pandas("mosmodel_experiment()")
@@ -165,6 +169,18 @@ def mosmodel_experiment(
         out / "runtime_vs_walk_cycles.png",
         f"{prog.name}: runtime vs simulated walk cycles ({len(df)} layouts, {cpu} preset)",
     )
+    validation = None
+    if validate_1g:
+        from xlat.experiment.validation import validate_1g as run_validation
+
+        try:
+            validation = run_validation(
+                prog, trace, meta, pool, used, lays, df, fitted, cpu, out, metric=metric, reps=min_reps,
+                freq=freq, seed=seed, threads=threads, log=log,
+            )  # fmt: skip
+        except ExperimentError as e:
+            validation = {"error": str(e)}
+            say(log, f"validate: not run: {e}")
     X = df[["H", "M", "C"]].to_numpy(float)
     summary = {
         "program": prog.name,
@@ -195,6 +211,7 @@ def mosmodel_experiment(
         "single_input_r2": models.single_input_r2(X, df["R_cycles"].to_numpy(float)),
         "trace": {k: meta[k] for k in ("accesses", "trace_bytes", "trace_seconds")},
         "errors": errors,
+        **({"validation_1g": validation} if validation is not None else {}),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
     res = ExperimentResult(out, df, errors, fitted, summary)

@@ -97,10 +97,20 @@ class ExperimentResult:
                 f"{r['model']:<10} {pct(r['max_error'])} {pct(r['geomean_error'])} "
                 f"{pct(r['cv_max_error'])} {pct(r['cv_geomean_error'])}  {r.get('note', '')}"
             )
+        v = s.get("validation_1g")
+        if v:
+            lines.append("")
+            lines.append(
+                f"1GB validation: not run: {v['error']}"
+                if "error" in v
+                else f"1GB validation ({v['pages_1g']} x 1GB, {v['reps']} runs, R {v['R_s']:.3f} s): prediction errors "
+                + ", ".join(f"{m} {x:+.2%}" for m, x in v["errors"].items())
+            )
         lines.append("")
         lines.append(
             f"saved in {self.out}: dataset.csv, runs.csv, errors.csv, models.pkl, summary.json, report.md, "
             "runtime_vs_walk_cycles.png"
+            + (", validation-1g.json, runs-1g.csv" if v and "error" not in v else "")
         )
         return "\n".join(lines)
 
@@ -138,4 +148,15 @@ class ExperimentResult:
                 f"| {e['model']} | {pct(e['max_error'])} | {pct(e['geomean_error'])} | {pct(e['cv_max_error'])} "
                 f"| {pct(e['cv_geomean_error'])} | {e.get('note', '')} |"
             )
+        v = s.get("validation_1g")
+        if v and "error" in v:
+            out += ["", f"1GB validation (Section VII-D): not run: {v['error']}"]
+        elif v:
+            out += [
+                "",
+                f"1GB validation (Section VII-D): the used pool on {v['pages_1g']} 1GB page(s), {v['reps']} runs in "
+                f"rounds with {v['against']} (ratio {v['ratio_to_2mb']:.4f}), R {v['R_s']:.3f} s; each model's "
+                "prediction from the simulated H, M, C against it: "
+                + ", ".join(f"{m} {x:+.2%}" for m, x in v["errors"].items()),
+            ]
         return "\n".join(out) + "\n"

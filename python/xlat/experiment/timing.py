@@ -116,12 +116,13 @@ def measure(
     log=None,
     extra_env: dict[str, str] | None = None,
     seed: int = 0,
+    runs_file: str = "runs.csv",
 ) -> dict[str, list[float]]:
     """Time ``prog`` under every layout in rounds (one run of every unfinished layout per round,
     in an order drawn afresh each round from ``seed``, so that slow drifts of the machine spread
     over all layouts and no layout always runs next to the same ones) until each layout has ``min_reps`` runs
     and a coefficient of variation of ``metric`` below ``cov``, or ``max_reps`` runs. Every run is
-    appended to ``out/runs.csv`` (runs already there are reused). Each layout first gets an
+    appended to ``out/runs.csv`` (or ``runs_file``; runs already there are reused). Each layout first gets an
     untimed warm-up run (``rep = warmup``) whose pages are verified against /proc/PID/smaps.
     Every run keeps freed memory populated (``keep_freed``, as the traced run did) and gets
     ``extra_env`` (:func:`prefault_env`)."""
@@ -129,7 +130,7 @@ def measure(
 
     check_timing(metric, min_reps, max_reps)
     rng = np.random.default_rng(seed)
-    path = out / "runs.csv"
+    path = out / runs_file
     runs: dict[str, list[dict[str, Any]]] = {lay.name: [] for lay in layouts}
     warmed: set[str] = set()
     if path.exists():
