@@ -176,7 +176,7 @@ def mosmodel_experiment(
         try:
             validation = run_validation(
                 prog, trace, meta, pool, used, lays, df, fitted, cpu, out, metric=metric, reps=min_reps,
-                freq=freq, seed=seed, threads=threads, log=log,
+                freq=freq, seed=seed, threads=threads, reserve_2m=reserve, log=log,
             )  # fmt: skip
         except ExperimentError as e:
             validation = {"error": str(e)}

@@ -56,11 +56,13 @@ def validate_1g(
     freq: float,
     seed: int,
     threads: int | None,
+    reserve_2m: bool = False,
     log=None,
 ) -> dict[str, Any]:
     """Simulate and time the 1GB layout, predict it with every model in ``fitted``; the result
-    (also ``out/validation-1g.json``). Raises :class:`ExperimentError` when the 1GB pages cannot
-    be had."""
+    (also ``out/validation-1g.json``). The 1GB pages are reserved here (and the all-2MB layout's
+    2MB pages when ``reserve_2m``), and released after. Raises :class:`ExperimentError` when they
+    cannot be had."""
     from xlat import mosaic
     from xlat.experiment.simulation import simulate_layouts
     from xlat.experiment.timing import drift_corrected, measure, prefault_env
@@ -73,20 +75,34 @@ def validate_1g(
     lay1g = layout_1g(pool, used, lay2m)
     sim = simulate_layouts(trace, meta, [lay1g], cpu, out, threads, log)[NAME]
     need = lay1g.huge_pages_needed()["1GB"]
-    say(log, f"validate: reserving {need} 1GB huge pages")
+    need_2m = lay2m.huge_pages_needed()["2MB"]
+    added = added_2m = 0
+    say(
+        log, f"validate: reserving {need} 1GB huge pages" + (f" and {need_2m} 2MB ones" if reserve_2m else "")
+    )
     try:
-        added = mosaic.reserve(need, "1GB")
-    except mosaic.MosaicError as e:
-        raise ExperimentError(
-            f"the 1GB layout needs {need} 1GB huge pages and {str(e)[0].lower()}{str(e)[1:].rstrip('.')}; reserve them "
-            f"early after boot (`xlat hugepages reserve {need} --page 1GB`) and run again."
-        ) from None
-    try:
+        try:
+            added = mosaic.reserve(need, "1GB")
+        except mosaic.MosaicError as e:
+            msg = str(e).rstrip(".")
+            raise ExperimentError(
+                f"the 1GB layout needs {need} 1GB huge pages and {msg[0].lower()}{msg[1:]}; reserve them early "
+                f"after boot (`xlat hugepages reserve {need} --page 1GB`) and run again."
+            ) from None
+        if reserve_2m:
+            try:
+                added_2m = mosaic.reserve(need_2m, "2MB")
+            except mosaic.MosaicError as e:
+                raise ExperimentError(
+                    f"the all-2MB layout it runs beside needs {need_2m} 2MB huge pages: {e}"
+                ) from None
         measure(prog, [lay2m, lay1g], out, metric, 0.0, reps, reps, log, prefault_env(meta["pools"]), seed,
                 runs_file="runs-1g.csv")  # fmt: skip
     finally:
         if added:
             mosaic.release(added, "1GB")
+        if added_2m:
+            mosaic.release(added_2m, "2MB")
     import pandas as pd
 
     runs = pd.read_csv(out / "runs-1g.csv")
