@@ -1,9 +1,10 @@
 """The real-program recipes (``xlat workloads real``): their documented fields, the memory check
 that runs before anything is installed or traced, and the listing. Fast: nothing here installs,
-generates a big input or traces."""
+generates a big input or traces a big program (one test traces `print(1)` under QEMU)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -127,3 +128,20 @@ def test_table_script_prints_every_recipe_from_a_results_json(tmp_path: Path) ->
         and "no real workload named 'nope'" in bad.stderr
         and "Traceback" not in bad.stderr
     )
+
+
+def test_a_window_that_records_nothing_is_an_error_and_leaves_no_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recipe whose program ends before its warm-up skip runs out (a new version that runs
+    fewer instructions there, as DuckDB's main thread did) records no access: one sentence, and
+    no empty trace left to be simulated into zeros."""
+    if shutil.which("qemu-x86_64") is None:
+        pytest.skip("qemu-user is not installed (make setup)")
+    tiny = rw.Recipe("tiny", "print one line", skip=10**12, skip_note="-", max_accesses=1000, memory=0,
+                     memory_note="-", footprint_note="-", script="print(1)\n")  # fmt: skip
+    monkeypatch.setattr(rw, "find", lambda name: tiny)
+    out = tmp_path / "tiny.xlat"
+    with pytest.raises(TracingError, match=r"'tiny' recorded no access: it ended before its warm-up skip"):
+        rw.run("tiny", str(out))
+    assert not out.exists()
