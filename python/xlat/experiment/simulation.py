@@ -85,9 +85,11 @@ def simulate_layouts(
     out: Path,
     threads: int | None = None,
     log=None,
+    sets: tuple[str, ...] = (),
 ) -> dict[str, dict[str, float]]:
     """H, M, C (and a few more metrics) of every layout; writes the layouts to ``out/layouts/``;
-    results cached in ``out/sim/NAME.json`` and reused when made with the same preset."""
+    results cached in ``out/sim/NAME.json`` and reused when made with the same preset (so a
+    caller passing ``sets``, overrides of the preset, gives each set of them its own ``out``)."""
     from xlat.sim import Run, simulate_many
 
     paths = {lay.name: write_layout(lay, out / "layouts") for lay in layouts}
@@ -97,7 +99,7 @@ def simulate_layouts(
     todo = [lay for lay in layouts if cached[lay.name] is None]
     if todo:
         say(log, f"simulate: {len(todo)} layouts ({cpu} preset, pools at their traced addresses) ...")
-        runs = [Run(cpu=cpu, set=tuple(pools_at(meta)), layout=str(paths[lay.name])) for lay in todo]
+        runs = [Run(cpu=cpu, set=(*pools_at(meta), *sets), layout=str(paths[lay.name])) for lay in todo]
         t0 = time.perf_counter()
         for lay, r in zip(
             todo, simulate_many(str(trace), runs, threads=threads, progress=bar(log)), strict=True
