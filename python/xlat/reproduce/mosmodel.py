@@ -560,7 +560,8 @@ def _outside(fig: dict, val: dict, progs: list[str]) -> str:
         lo, hi, v = fig[p]["hmc_min"], fig[p]["hmc_max"], val[p]
         below = [k for i, k in enumerate("HMC") if v[k] < lo[i]]
         out.append(
-            f"{p}: all-1GB's C {v['C']:,.0f}, M {v['M']:,.0f} against the fitted layouts' C {lo[2]:,.0f} to {hi[2]:,.0f}"
+            f"{p}: all-1GB's H {v['H']:,.0f}, M {v['M']:,.0f}, C {v['C']:,.0f} against the fitted layouts' H "
+            f"{lo[0]:,.0f} to {hi[0]:,.0f}, M {lo[1]:,.0f} to {hi[1]:,.0f}, C {lo[2]:,.0f} to {hi[2]:,.0f}"
             + (f" ({', '.join(below)} below the fitted range: the model extrapolates)" if below else "")
         )
     return "; ".join(out)
