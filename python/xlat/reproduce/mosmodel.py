@@ -516,7 +516,11 @@ def _validation_findings(F, r: Report, fig: dict, progs: list[str]) -> None:
         F(Finding("VII-D, Fig. 11", claim, docv,
                   f"within 3% on {len(good)} of {len(ran)} ({', '.join(f'{p} {pct(e[p], 2)}' for p in ran)})",
                   "reproduced" if ok else "differs",
-                  "" if ok else _outside(fig, val, ran) + "; " + _noise_why(fig, ran, m)
+                  "" if ok else _outside(fig, val, ran)
+                  + ("; ablation, the inputs outside the range removed (poly3: degree 3 in C alone): " + ", ".join(
+                      f"{p} {pct(abs(val[p]['errors'].get('poly3', float('nan'))), 2)}" for p in ran)
+                     if m == "mosmodel" else "")
+                  + "; " + _noise_why(fig, ran, m)
                   + (f"; not run: {failed}" if failed else "")))  # fmt: skip
     if ran:
         ratio = {p: val[p]["ratio_to_2mb"] for p in ran}
