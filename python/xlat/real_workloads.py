@@ -434,9 +434,9 @@ RECIPES = [
         memory=int(5.8 * GIB),
         memory_note=_measured(5.46, 5.60),
         footprint_note=(
-            "maps 6.87 GiB (peak in the trace; 5.46 GiB RSS at the native peak); the window "
-            "touches 59,583 4 KiB pages (233 MiB), both threads together, but varies from run to "
-            "run (70,261 pages in a second run)"
+            "maps 6.97 GiB (peak in the trace; 5.46 GiB RSS at the native peak, measured with the tables "
+            "made on 2 threads); the window touches 65,234 4 KiB pages (255 MiB) over 189 2 MiB regions, "
+            "the query's threads together"
         ),
         pip=["duckdb"],
         script=DUCKDB_JOIN,
