@@ -141,6 +141,7 @@ def test_a_window_that_records_nothing_is_an_error_and_leaves_no_trace(
     tiny = rw.Recipe("tiny", "print one line", skip=10**12, skip_note="-", max_accesses=1000, memory=0,
                      memory_note="-", footprint_note="-", script="print(1)\n")  # fmt: skip
     monkeypatch.setattr(rw, "find", lambda name: tiny)
+    monkeypatch.setattr(rw, "_workdir", lambda: tmp_path)  # its script, not in the checkout's out/
     out = tmp_path / "tiny.xlat"
     with pytest.raises(TracingError, match=r"'tiny' recorded no access: it ended before its warm-up skip"):
         rw.run("tiny", str(out))
