@@ -18,9 +18,9 @@ Three kinds of figure, three sources:
   (:func:`xlat.reclaim.analyze`: memory at 0.9 of the footprint, CLOCK over 2MB/G chunks), also
   run from ``report``.
 
-Programs traced from recipes (``recipe:NAME``, full mode only) are read by the sweep from its
-results directory, which ``report`` does not see: their fidelity and eviction figures are left
-out (said in the tables' notes) until the framework passes analyses the trace path.
+Programs traced from recipes (``recipe:NAME``, full mode only: the document's six synthetic
+workloads, then the whole real-program suite) are analysed from the trace the sweep made
+(``Data.paths``), like a trace file given with ``--programs``.
 
 Ablations: ``PRISM 16/1`` (fewer sub-page bits: the registry's bits and overheads at the paper's
 frugal point); a read-only GUPS (uniform random loads over the same table, ``zipf?s=0&writes=0``)
@@ -70,7 +70,9 @@ def programs(quick: bool) -> list[Program]:
             Program("stream", "workload:stream?size=256MiB&kernel=triad&accesses=300000"),
             Program("zipf-contig", "workload:zipf?size=256MiB&s=1.2&scatter=none&writes=0.3&accesses=300000"),
         ]
-    # docs/prism.md's inputs: six synthetic workloads and three real programs.
+    from xlat import real_workloads as rw
+
+    # docs/prism.md's six synthetic workloads, then the real-program suite.
     return [
         Program("gups", "workload:gups?size=32GiB&accesses=150000000"),
         Program("bfs", "workload:bfs?scale=20&accesses=400000000"),
@@ -78,10 +80,7 @@ def programs(quick: bool) -> list[Program]:
         Program("chase", "workload:chase?size=4GiB&accesses=200000000"),
         Program("stream", "workload:stream?size=4GiB&kernel=triad&accesses=300000000"),
         Program("zipf-contig", "workload:zipf?size=4GiB&s=1.2&scatter=none&writes=0.3&accesses=100000000"),
-        Program("xz", "recipe:xz"),
-        Program("numpy-gather", "recipe:numpy-gather"),
-        Program("dict-lookups", "recipe:dict-lookups"),
-    ]
+    ] + [Program(r.name, f"recipe:{r.name}") for r in rw.recipes()]
 
 
 def variants(quick: bool) -> list[Variant]:
