@@ -784,10 +784,11 @@ def report(d: Data, r: Report) -> None:
         for k, kind, g in (("access", "accessed", 32), ("dirty", "dirty", 32))
         for extra in [WR[p].data["samples"] - d.get(p, V_PRISM, "prism.registry_entries")]
     )
-    r.checks["eviction: finer bits never write back more than 1 bit"] = all(
-        REC[p].at(g)["bytes_written_back"] <= REC[p].at(1)["bytes_written_back"]
-        for p in A
-        for g in RECLAIM_GS
+    # Only the finest granularity against one bit: each G evicts its own choice of chunks, so an
+    # intermediate G may write back a little more than G = 1 (numpy-sort on the full suite: 53.0
+    # MiB at G = 8 against 52.0 at G = 1), while 4KB dirty bits write back only dirty 4KB pages.
+    r.checks["eviction: the finest bits never write back more than 1 bit"] = all(
+        REC[p].at(max(RECLAIM_GS))["bytes_written_back"] <= REC[p].at(1)["bytes_written_back"] for p in A
     )
 
 
