@@ -123,6 +123,18 @@ def test_cli_errors_are_one_sentence(xlat_cli, tmp_path):
     assert p.returncode == 1 and "'/nonexistent/prog'" in _one_line(p.stderr)
 
 
+def test_calibrate_takes_the_experiments_preset_and_refuses_a_mix(xlat_cli, tmp_path):
+    # The default preset is the one the experiments were simulated with (their summary.json), not
+    # a fixed one: a directory set simulated with two presets has no single machine to calibrate.
+    for name, cpu in (("a", "zen4"), ("b", "sapphirerapids")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps({"cpu": cpu}))
+    p = xlat_cli("experiment", "calibrate", "--fit", str(tmp_path / "a"), "--validate", str(tmp_path / "b"),
+                 check=False)  # fmt: skip
+    assert p.returncode == 1
+    assert "different presets (sapphirerapids, zen4)" in _one_line(p.stderr)
+
+
 def test_experiment_end_to_end_on_a_small_program(xlat_cli, tmp_path):
     if os.geteuid() != 0:
         pytest.skip("reserving huge pages needs root")

@@ -4,6 +4,7 @@ program on this machine? (:mod:`xlat.experiment`)"""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -14,6 +15,34 @@ from xlat.cli.jsonopt import add_json_flag, emit_json, to_stdout
 from xlat.experiment.layouts import LAYOUT_SETS
 from xlat.experiment.program import Program, programs
 from xlat.experiment.timing import RUNTIME_METRICS
+
+
+def _host_cpu() -> str:
+    """The simulator preset of this machine's core, or one sentence asking for ``--cpu``."""
+    from xlat.experiment.timing import host_preset
+
+    preset, host = host_preset()
+    if preset is None:
+        raise CliError(f"no simulator preset is known for this machine's core ({host}): name one with --cpu.")
+    return preset
+
+
+def _experiments_cpu(dirs: list[str]) -> str:
+    """The preset the experiment directories were simulated with (their summary.json), which
+    must be one; the host's when none says."""
+    cpus = set()
+    for d in dirs:
+        meta = Path(d) / "summary.json"
+        if meta.exists():
+            cpu = json.loads(meta.read_text()).get("cpu")
+            if cpu:
+                cpus.add(cpu)
+    if len(cpus) > 1:
+        raise CliError(
+            f"the experiment directories were simulated with different presets ({', '.join(sorted(cpus))}): "
+            "name the machine's with --cpu."
+        )
+    return cpus.pop() if cpus else _host_cpu()
 
 
 def cmd_mosmodel(args: argparse.Namespace) -> int:
@@ -36,7 +65,7 @@ def cmd_mosmodel(args: argparse.Namespace) -> int:
     res = mosmodel_experiment(
         prog,
         out,
-        cpu=args.cpu,
+        cpu=args.cpu or _host_cpu(),
         layouts=args.layouts,
         n=args.n,
         seed=args.seed,
@@ -88,7 +117,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         _floats(args.walk_extra, "--walk-extra"),
     )
     res = cal.calibrate(
-        args.fit, args.validate or [], cpu=args.cpu, params=params, threads=args.threads, log=_log(args)
+        args.fit,
+        args.validate or [],
+        cpu=args.cpu or _experiments_cpu([*args.fit, *(args.validate or [])]),
+        params=params,
+        threads=args.threads,
+        log=_log(args),
     )
     out = cal.write(res, args.out)
     print(res.format())
@@ -99,8 +133,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    import json
-
     from xlat.experiment import predict as pr
     from xlat.sim import SimResult
 
@@ -109,8 +141,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.result:
         r = SimResult(load_counts(args.result))
     else:
-        meta = exp / "summary.json"
-        cpu = args.cpu or (json.loads(meta.read_text()).get("cpu", "zen4") if meta.exists() else "zen4")
+        cpu = args.cpu or _experiments_cpu([str(exp)])
         _log(args)(f"predict: simulating {args.name} on {exp / 'trace.xlat'} ({cpu} preset) ...")
         r = pr.simulate_design(exp, cpu, args.set or (), args.config, threads=args.threads)
     hmc = (r.derived["H"], r.derived["M"], r.derived["C"])
@@ -159,7 +190,9 @@ def register(sub: Any) -> None:
         help=f"built-in program ({', '.join(programs())}), or the name of the command after --",
     )
     s.add_argument("--out", help="output directory (default out/experiment/NAME)")
-    s.add_argument("--cpu", default="zen4", help="simulator preset matching this machine (default zen4)")
+    s.add_argument(
+        "--cpu", help="simulator preset matching this machine (default: the host's, from /proc/cpuinfo)"
+    )
     s.add_argument(
         "--layouts",
         choices=LAYOUT_SETS,
@@ -229,7 +262,9 @@ def register(sub: Any) -> None:
     )
     c.add_argument("--fit", nargs="+", required=True, metavar="DIR", help="experiment directories to fit on")
     c.add_argument("--validate", nargs="*", metavar="DIR", help="held-out experiment directories")
-    c.add_argument("--cpu", default="zen4", help="preset of this machine (default zen4)")
+    c.add_argument(
+        "--cpu", help="preset of this machine (default: the experiments' own, as their summary.json names it)"
+    )
     c.add_argument("--cpi", default=",".join(map(str, _grid_defaults()[0])), help="base CPIs to try")
     c.add_argument(
         "--dep", default=",".join(map(str, _grid_defaults()[1])), help="dependent fractions to try"
