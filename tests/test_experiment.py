@@ -145,9 +145,10 @@ def test_experiment_end_to_end_on_a_small_program(xlat_cli, tmp_path):
     (tmp_path / "gather.c").write_text(GATHER_C)
     subprocess.run([cc, "-O2", "-o", str(exe), str(tmp_path / "gather.c")], check=True)
     out = tmp_path / "exp"
+    # A fixed preset (the default is the host's): the predictions below set zen4's L2 TLB, 'l2d'.
     p = xlat_cli(
         "experiment", "mosmodel", "--workload", "gather", "--out", str(out), "-n", "2", "--min-reps", "2",
-        "--max-reps", "3", "--cov", "0.5", "--reserve-huge-pages", "--", str(exe), "48", "2000000",
+        "--max-reps", "3", "--cov", "0.5", "--reserve-huge-pages", "--cpu", "zen4", "--", str(exe), "48", "2000000",
     )  # fmt: skip
     assert "mosmodel" in p.stdout and "runtime noise: CoV" in p.stdout
     df = pd.read_csv(out / "dataset.csv")
@@ -213,7 +214,7 @@ def test_experiment_end_to_end_on_a_small_program(xlat_cli, tmp_path):
     n_runs = len(runs)
     xlat_cli("experiment", "mosmodel", "-q", "--workload", "gather", "--out", str(out), "-n", "2",
              "--min-reps", "2", "--max-reps", "3", "--cov", "0.5", "--reserve-huge-pages", "--estimator", "drift",
-             "--", str(exe), "48", "2000000")  # fmt: skip
+             "--cpu", "zen4", "--", str(exe), "48", "2000000")  # fmt: skip
     assert (out / "trace.xlat").stat().st_mtime == trace_mtime
     assert (out / "profile-4KB.json").stat().st_mtime == profile_mtime
     assert len(pd.read_csv(out / "runs.csv")) == n_runs
@@ -226,7 +227,7 @@ def test_experiment_end_to_end_on_a_small_program(xlat_cli, tmp_path):
     assert "drift-corrected median" in (out / "report.md").read_text()
     # --simulate-only stops before the real runs.
     p = xlat_cli("experiment", "mosmodel", "-q", "--simulate-only", "--workload", "gather", "--out", str(out),
-                 "-n", "2", "--", str(exe), "48", "2000000")  # fmt: skip
+                 "-n", "2", "--cpu", "zen4", "--", str(exe), "48", "2000000")  # fmt: skip
     sim = pd.read_csv(out / "simulated.csv")
     assert list(sim["layout"]) == list(df["layout"]) and "not run" in p.stdout
     # Another preset: the cached simulations are not reused.
@@ -236,7 +237,7 @@ def test_experiment_end_to_end_on_a_small_program(xlat_cli, tmp_path):
         assert json.loads(f.read_text())["config_name"] == "skylake", f
     # Another command: a new trace, and nothing computed from the old one is kept.
     xlat_cli("experiment", "mosmodel", "-q", "--simulate-only", "--workload", "gather", "--out", str(out),
-             "-n", "2", "--", str(exe), "48", "500000")  # fmt: skip
+             "-n", "2", "--cpu", "zen4", "--", str(exe), "48", "500000")  # fmt: skip
     assert (out / "trace.xlat").stat().st_mtime != trace_mtime
     assert not (out / "runs.csv").exists()
     assert json.loads((out / "profile-4KB.json").read_text())["config_name"] == "zen4"
