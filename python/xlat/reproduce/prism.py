@@ -114,36 +114,40 @@ def _stamp(trace: str) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
+def _per_contents(maxsize: int):
+    """``functools.lru_cache`` of an analysis ``fn(trace, *args)``, keyed by the trace's
+    :func:`_stamp` too."""
+
+    def wrap(fn):
+        cached = functools.lru_cache(maxsize=maxsize)(lambda trace, _stamp, *args: fn(trace, *args))
+
+        @functools.wraps(fn)
+        def analysis(trace: str, *args):
+            return cached(trace, _stamp(trace), *args)
+
+        return analysis
+
+    return wrap
+
+
+@_per_contents(256)
 def fidelity_of(trace: str, epoch: int):
-    return _fidelity_of(trace, _stamp(trace), epoch)
-
-
-@functools.lru_cache(maxsize=256)
-def _fidelity_of(trace: str, _stamp: tuple[int, int] | None, epoch: int):
     from xlat import fidelity
 
     return fidelity.analyze(trace, epoch=epoch, epochs=[epoch * k for k in WINDOWS])
 
 
+@_per_contents(64)
 def whole_run_fidelity(trace: str):
     """One epoch covering the run: the bits the registry holds at the end of a simulation."""
-    return _whole_run_fidelity(trace, _stamp(trace))
-
-
-@functools.lru_cache(maxsize=64)
-def _whole_run_fidelity(trace: str, _stamp: tuple[int, int] | None):
     from xlat import fidelity
 
     big = 1 << 62
     return fidelity.analyze(trace, epoch=big, granularities=(1, 16, 32, 512), epochs=[big])
 
 
+@_per_contents(64)
 def reclaim_of(trace: str, epoch: int):
-    return _reclaim_of(trace, _stamp(trace), epoch)
-
-
-@functools.lru_cache(maxsize=64)
-def _reclaim_of(trace: str, _stamp: tuple[int, int] | None, epoch: int):
     from xlat import reclaim
 
     return reclaim.analyze(trace, granularities=RECLAIM_GS, epoch=epoch)
